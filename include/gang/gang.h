@@ -1,0 +1,553 @@
+/*
+ * gang.h - process groups ("gangs") for distributed training.
+ *
+ * Introduction
+ * ============
+ * A gang is a set of processes, each with a rank in [0, size), that run
+ * collectives together: all-reduce, all-gather(v), reduce-scatter(v),
+ * broadcast, gather, scatter, all-to-all(v), send/recv, barrier, and byte
+ * payloads of any size. One gang is created from a rendezvous (a store every
+ * rank can reach); further gangs are split from it.
+ *
+ * This header is the whole public surface. It is C99 and C++, includes no
+ * CUDA or C++ header, and every exported name starts with gang_ or gangs_.
+ *
+ * Reading order, simple to advanced: version, status and errors, types,
+ * options, stores, creating gangs, sub-gangs, collectives, bytes, work.
+ *
+ * Conventions
+ * -----------
+ * - Every function that can fail returns gang_status_t: 0 is success, 1 is
+ *   "in progress", negative values are errors. A failing call stores a
+ *   message for this thread, read with gang_last_error().
+ * - Element counts, byte counts and array lengths are size_t; ranks, sizes,
+ *   colors, keys and tags are int; flags are int (nonzero is true).
+ * - Handles are opaque. Handle out-parameters are named `out`; the
+ *   asynchronous out-parameter of a collective is always `work`.
+ * - *_destroy(NULL) is a no-op returning GANG_OK. Strings the library returns
+ *   are owned by it. Memory the library allocates for the caller is freed with
+ *   gang_free(), even when its length is 0.
+ * - Every function may be called from any thread. On one gang, operations are
+ *   matched across ranks by issue order: a program that issues on one gang
+ *   from several threads must order them the same way on every rank.
+ */
+#ifndef GANG_H
+#define GANG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gang/gang_export.h"
+#include "gang/gang_version.h"
+
+GANG_BEGIN_DECLS
+
+/* ========================================================================
+ * Version
+ * ======================================================================== */
+
+/** The library's GANG_VERSION_NUMBER (MAJOR*10000 + MINOR*100 + PATCH), which
+ *  may differ from the header's when an application runs against a newer
+ *  library. Never fails. */
+GANG_API unsigned gang_version_number(void);
+
+/** The library's version as "MAJOR.MINOR.PATCH"; a static string. */
+GANG_API const char* gang_version_string(void);
+
+/* ========================================================================
+ * Status and errors
+ * ======================================================================== */
+
+/* One list generates the enum, gang_status_name() and gang_status_string().
+ * X(NAME, value, message). */
+#define GANG_STATUS_MAP(X)                                                     \
+  X(GANG_OK, 0, "success")                                                     \
+  X(GANG_IN_PROGRESS, 1, "operation in progress")                              \
+  X(GANG_ERR_INVALID_ARGUMENT, -1, "invalid argument")                         \
+  X(GANG_ERR_UNSUPPORTED, -2, "operation not supported")                       \
+  X(GANG_ERR_UNAVAILABLE, -3, "backend or device unavailable")                 \
+  X(GANG_ERR_TIMEOUT, -4, "operation timed out")                               \
+  X(GANG_ERR_PEER_LOST, -5, "a peer was lost")                                 \
+  X(GANG_ERR_MISMATCH, -6, "ranks called different operations")              \
+  X(GANG_ERR_ABORTED, -7, "gang aborted or failed")                            \
+  X(GANG_ERR_STORE, -8, "rendezvous store error")                              \
+  X(GANG_ERR_NO_MEMORY, -9, "out of memory")                                   \
+  X(GANG_ERR_SYSTEM, -10, "operating-system or I/O error")                     \
+  X(GANG_ERR_INTERNAL, -11, "internal error")
+
+typedef enum gang_status {
+#define GANG_STATUS_ENUM_(name, value, msg) name = value,
+  GANG_STATUS_MAP(GANG_STATUS_ENUM_)
+#undef GANG_STATUS_ENUM_
+  GANG_STATUS_FORCE_32BIT = 0x7fffffff
+} gang_status_t;
+
+/** The status's name, e.g. "GANG_ERR_TIMEOUT"; "GANG_STATUS_UNKNOWN" for a
+ *  value outside the list. Never NULL. */
+GANG_API const char* gang_status_name(gang_status_t status);
+
+/** A short description, e.g. "operation timed out". Never NULL. */
+GANG_API const char* gang_status_string(gang_status_t status);
+
+/** The detailed message of the last failed call on this thread, e.g.
+ *  "gang_broadcast: root 7 is out of range for a gang of size 4"; "" if none.
+ *  Failing calls set it, successful calls leave it. Valid until the next gang
+ *  call on this thread. Never NULL. */
+GANG_API const char* gang_last_error(void);
+
+/** Copies the last error into buf: at most len-1 bytes and a NUL (nothing if
+ *  len is 0). Returns the message's full length, without the NUL. */
+GANG_API size_t gang_last_error_copy(char* buf, size_t len);
+
+/* ========================================================================
+ * Types
+ * ======================================================================== */
+
+/** Element types. Append-only. */
+typedef enum gang_dtype {
+  GANG_INT8 = 0,
+  GANG_UINT8 = 1,
+  GANG_INT32 = 2,
+  GANG_UINT32 = 3,
+  GANG_INT64 = 4,
+  GANG_UINT64 = 5,
+  GANG_FLOAT16 = 6,  /* IEEE 754 binary16 */
+  GANG_BFLOAT16 = 7, /* the upper half of a float32 */
+  GANG_FLOAT32 = 8,
+  GANG_FLOAT64 = 9,
+  GANG_DTYPE_FORCE_32BIT = 0x7fffffff
+} gang_dtype_t;
+
+/** Reduction operations. Append-only.
+ *
+ *  Floating reductions compute each partial result in at least float32 and
+ *  round it to the dtype (nearest even). Integer SUM and PROD wrap modulo
+ *  2^bits. AVG of integers is the wrapping sum divided by the gang size,
+ *  truncated toward zero; AVG of floats on CPU backends is the sum divided by
+ *  the size. MIN and MAX with NaN are backend-defined. One all-reduce gives
+ *  bitwise-identical results on every rank. */
+typedef enum gang_op {
+  GANG_SUM = 0,
+  GANG_PROD = 1,
+  GANG_MIN = 2,
+  GANG_MAX = 3,
+  GANG_AVG = 4,
+  GANG_OP_FORCE_32BIT = 0x7fffffff
+} gang_op_t;
+
+/** Where a gang's buffers live. Append-only. */
+typedef enum gang_device_type {
+  GANG_DEVICE_CPU = 0,
+  GANG_DEVICE_CUDA = 1,
+  GANG_DEVICE_TYPE_FORCE_32BIT = 0x7fffffff
+} gang_device_type_t;
+
+/** The size of one element of dtype in bytes; 0 for an invalid dtype. */
+GANG_API size_t gang_dtype_size(gang_dtype_t dtype);
+
+/* ========================================================================
+ * Handles
+ * ======================================================================== */
+
+/** A group of processes with a rank each (a communicator). */
+typedef struct gang_s gang_t;
+/** A rendezvous key-value store. */
+typedef struct gang_store_s gang_store_t;
+/** An operation in flight. */
+typedef struct gang_work_s gang_work_t;
+
+/* ========================================================================
+ * Stores
+ * ======================================================================== */
+
+/** Opens a rendezvous store.
+ *
+ *  url: "tcp://host:port" (is_server nonzero: serve on that port from a
+ *  thread of this process, port 0 picks a free one, see gang_store_port;
+ *  is_server 0: a client), "file:///dir" (one file per key in dir, created if
+ *  missing) or "memory://name" (shared by every store of that name in this
+ *  process). timeout_ms bounds every wait of the store (connecting included);
+ *  <= 0 means GANG_TIMEOUT_MS, else 600000.
+ *
+ *  A server also acts as a client of itself, so every call below works on it.
+ *  The handle is thread-safe.
+ *
+ *  Returns GANG_ERR_INVALID_ARGUMENT (bad url or out), GANG_ERR_SYSTEM (the
+ *  port is in use, the directory cannot be made), GANG_ERR_STORE (the server
+ *  cannot be reached before the timeout). */
+GANG_API gang_status_t gang_store_create(const char* url, int is_server,
+                                         int64_t timeout_ms,
+                                         gang_store_t** out);
+
+/** Closes the store; a server stops serving. NULL is a no-op. */
+GANG_API gang_status_t gang_store_destroy(gang_store_t* store);
+
+/** The TCP port a tcp:// store serves or talks to; -1 for other stores. */
+GANG_API int gang_store_port(const gang_store_t* store);
+
+/** Sets key to the n bytes at value (value may be NULL when n is 0),
+ *  replacing any earlier value. Keys are non-empty, at most 4096 bytes, and
+ *  values at most 1 GiB. */
+GANG_API gang_status_t gang_store_set(gang_store_t* store, const char* key,
+                                      const void* value, size_t n);
+
+/** Waits, up to the store's timeout, for key and returns a fresh copy of its
+ *  value in *value (free with gang_free) and its length in *n.
+ *  Returns GANG_ERR_TIMEOUT if the key did not appear in time. */
+GANG_API gang_status_t gang_store_get(gang_store_t* store, const char* key,
+                                      void** value, size_t* n);
+
+/** Atomically adds delta to the integer stored at key (a missing key counts as
+ *  0) and returns the new value in *out (out may be NULL). The value is stored
+ *  as a decimal string, so gang_store_get reads it as text. */
+GANG_API gang_status_t gang_store_add(gang_store_t* store, const char* key,
+                                      int64_t delta, int64_t* out);
+
+/** Waits, up to the store's timeout, until all nkeys keys exist.
+ *  Returns GANG_ERR_TIMEOUT naming a missing key if they do not. */
+GANG_API gang_status_t gang_store_wait(gang_store_t* store,
+                                       const char* const* keys, size_t nkeys);
+
+/** Deletes key; deleting a missing key is not an error. */
+GANG_API gang_status_t gang_store_delete(gang_store_t* store, const char* key);
+
+/** Frees memory the library allocated for the caller. NULL is a no-op. */
+GANG_API void gang_free(void* ptr);
+
+/* ========================================================================
+ * Options
+ * ======================================================================== */
+
+/** Options for gang_create. Initialise with gang_options_init (or
+ *  GANG_OPTIONS_INITIALIZER in C), then change what you need.
+ *
+ *  The struct has no implicit padding and only grows at its end, in 8-byte
+ *  units; fields added later default to all-zero bits. The library reads
+ *  min(struct_size, its own size) bytes; bytes beyond its own size must be
+ *  zero (else GANG_ERR_UNSUPPORTED). */
+typedef struct gang_options {
+  size_t struct_size;      /* set by gang_options_init */
+  const char* backend;     /* NULL or "auto", "gloo", "fake"; or a plugin name */
+  int32_t device_type;     /* gang_device_type_t; default GANG_DEVICE_CPU */
+  int32_t device_index;    /* -1: local_rank % visible devices */
+  int32_t rank;            /* this process's rank; -1: from the environment */
+  int32_t size;            /* number of ranks; -1: from the environment */
+  const char* init_method; /* "tcp://host:port", "file:///dir", "memory://name";
+                              NULL: GANG_INIT_METHOD */
+  gang_store_t* store;     /* wins over init_method; must outlive the gang and
+                              every gang split from it */
+  int64_t timeout_ms;      /* <= 0: GANG_TIMEOUT_MS, else 600000 */
+  const char* name;        /* shown in logs and errors; NULL: "root" */
+  int32_t debug;           /* -1 off, 0 GANG_DEBUG decides, 1 fingerprint checks */
+  int32_t reserved0;       /* must be 0 */
+} gang_options_t;
+
+/** Fills *options with the defaults for a caller built with struct_size
+ *  (use gang_options_init). Does nothing if options is NULL or struct_size is
+ *  smaller than the first version of the struct. */
+GANG_API void gang_options_init_v(gang_options_t* options, size_t struct_size);
+
+/** Fills *options with the defaults. */
+static inline void gang_options_init(gang_options_t* options) {
+  gang_options_init_v(options, sizeof *options);
+}
+
+#define GANG_OPTIONS_INITIALIZER                                               \
+  { sizeof(gang_options_t), NULL, GANG_DEVICE_CPU, -1, -1, -1, NULL, NULL, 0,  \
+    NULL, 0, 0 }
+
+/* ========================================================================
+ * Creating gangs
+ * ======================================================================== */
+
+/** Creates a gang. Collective over all `size` ranks: every rank calls it with
+ *  the same size, backend, name and rendezvous.
+ *
+ *  Backends: "gloo" (CPU over TCP), "fake" (see gang_create_fake; rank and
+ *  size are taken from the options), "auto"/NULL (Gloo for CPU; CUDA needs the
+ *  NCCL backend, which is GANG_ERR_UNAVAILABLE in this build rather than a
+ *  silent CPU fallback).
+ *
+ *  Rendezvous: options->store, else options->init_method, else the
+ *  GANG_INIT_METHOD environment variable. With "tcp://host:port" rank 0
+ *  serves the store on that port and every rank is a client of it. A size-1
+ *  gang needs no rendezvous. Keys live under gang/<name>/<generation>/, the
+ *  generation agreed through gang_store_add, so a reused store never serves
+ *  stale keys.
+ *
+ *  The network interface is GANG_SOCKET_IFNAME if set, else the one that
+ *  reaches the store's host (loopback only if that host is loopback).
+ *
+ *  Blocking: until every rank has joined or the timeout passes.
+ *  Returns GANG_ERR_INVALID_ARGUMENT (bad option, naming it),
+ *  GANG_ERR_UNSUPPORTED (unknown trailing option bytes), GANG_ERR_UNAVAILABLE
+ *  (backend not built or device missing), GANG_ERR_STORE, GANG_ERR_TIMEOUT
+ *  (a rank did not join in time), GANG_ERR_SYSTEM. */
+GANG_API gang_status_t gang_create(const gang_options_t* options,
+                                   gang_t** out);
+
+/** Creates a fake gang: one process standing in for rank `rank` of a
+ *  `size`-rank gang in which every rank holds this rank's data. No traffic.
+ *
+ *  all_reduce SUM gives x*size, PROD x^size, MIN/MAX/AVG x; reduce is
+ *  all_reduce at the root; all_gather(v) and gather repeat the input;
+ *  broadcast and barrier are no-ops; scatter and all_to_all(v) return chunk
+ *  `rank` (send is required on every rank); reduce_scatter(v) is the op over
+ *  `size` copies of the own chunk; bytes are copied or repeated; all_sum is
+ *  value*size. send/recv and gang_split return GANG_ERR_UNSUPPORTED;
+ *  gang_create_subgang gives a fake gang with the right rank and size. */
+GANG_API gang_status_t gang_create_fake(int rank, int size, gang_t** out);
+
+/** Destroys a gang. Local and bounded: waits at most the gang's timeout for
+ *  this rank's in-flight operations, aborts the rest, then frees. Work handles
+ *  stay valid, report their final status (or GANG_ERR_ABORTED) and must still
+ *  be destroyed. Gangs split from this one stay valid. NULL is a no-op. */
+GANG_API gang_status_t gang_destroy(gang_t* gang);
+
+/** Aborts a gang. Thread-safe and prompt: in-flight and later operations on
+ *  this gang return GANG_ERR_ABORTED; it does not wait for peers. Peers see
+ *  their connections to this rank close and fail with GANG_ERR_PEER_LOST
+ *  before their own timeout. The gang must still be destroyed. */
+GANG_API gang_status_t gang_abort(gang_t* gang);
+
+/** This process's rank in the gang; -1 for a NULL gang. */
+GANG_API int gang_rank(const gang_t* gang);
+
+/** The number of ranks; -1 for a NULL gang. */
+GANG_API int gang_size(const gang_t* gang);
+
+/** The backend's name ("gloo", "fake"); "" for a NULL gang. */
+GANG_API const char* gang_backend_name(const gang_t* gang);
+
+/** Where the gang's buffers live; GANG_DEVICE_CPU for a NULL gang. */
+GANG_API gang_device_type_t gang_device_type(const gang_t* gang);
+
+/** The device ordinal; -1 on CPU. */
+GANG_API int gang_device_index(const gang_t* gang);
+
+/** The gang's name ("root", "root/split1.0", ...); "" for a NULL gang. */
+GANG_API const char* gang_name(const gang_t* gang);
+
+/** The rank, in the gang gang_create/gang_create_fake made at the top of the
+ *  split tree, of this gang's member `rank`; -1 for a bad rank or gang. */
+GANG_API int gang_root_rank(const gang_t* gang, int rank);
+
+/** Sets the timeout of operations issued afterwards (> 0 ms). */
+GANG_API gang_status_t gang_set_timeout(gang_t* gang, int64_t timeout_ms);
+
+/** The gang's timeout in milliseconds; -1 for a NULL gang. */
+GANG_API int64_t gang_get_timeout(const gang_t* gang);
+
+/** The first error that failed the gang in *out; GANG_OK if none. */
+GANG_API gang_status_t gang_get_async_error(const gang_t* gang,
+                                            gang_status_t* out);
+
+/** Nonzero if the backend can reduce `dtype` with `op`; answers without
+ *  traffic. 0 for a NULL gang or values out of range. */
+GANG_API int gang_supports(const gang_t* gang, gang_op_t op,
+                           gang_dtype_t dtype);
+
+/* ========================================================================
+ * Sub-gangs
+ * ======================================================================== */
+
+#define GANG_COLOR_NONE (-1)
+
+/** Splits the parent, like MPI_Comm_split: collective over the parent. Ranks
+ *  with the same color (>= 0) form a gang, ordered by key, ties by parent
+ *  rank; color GANG_COLOR_NONE gives *out = NULL. The new gang inherits the
+ *  backend, device, timeout and debug setting, rendezvous through the
+ *  parent's store, and is named "<parent>/split<n>.<color>".
+ *  Returns GANG_ERR_INVALID_ARGUMENT (color < -1), GANG_ERR_UNSUPPORTED (fake
+ *  gangs), or any error of a collective. */
+GANG_API gang_status_t gang_split(gang_t* parent, int color, int key,
+                                  gang_t** out);
+
+/** Creates a gang of the listed parent ranks: collective over the parent;
+ *  every rank passes the same n >= 1 distinct ranks. Members get a gang whose
+ *  rank i is parent rank ranks[i]; non-members get *out = NULL. */
+GANG_API gang_status_t gang_create_subgang(gang_t* parent, const int* ranks,
+                                           int n, gang_t** out);
+
+/* ========================================================================
+ * Collectives
+ *
+ * Counts are in elements. A count of 0 is still a collective every rank
+ * calls, and its pointers may be NULL. `root` and `peer` are ranks of this
+ * gang. The last argument makes the call asynchronous: NULL blocks until the
+ * operation is done; non-NULL returns at once with a work handle, and the
+ * buffers are borrowed until the work completes. Operations on one gang run
+ * in the order they were issued, on every rank.
+ *
+ * Overlapping send and receive buffers are GANG_ERR_INVALID_ARGUMENT except
+ * for the in-place forms named on each function.
+ *
+ * Errors found before issue (GANG_ERR_INVALID_ARGUMENT, _UNSUPPORTED,
+ * _UNAVAILABLE) leave the gang usable. Any error after issue (timeout, lost
+ * peer, abort, I/O) fails the gang: every later operation returns
+ * GANG_ERR_ABORTED at once with a message quoting the first error.
+ * ======================================================================== */
+
+/** recv = op over every rank's send, `count` elements. In place when
+ *  send == recv. */
+GANG_API gang_status_t gang_all_reduce(gang_t* gang, const void* send,
+                                       void* recv, size_t count,
+                                       gang_dtype_t dtype, gang_op_t op,
+                                       gang_work_t** work);
+
+/** recv at root = op over every rank's send. Off root recv may be NULL; if
+ *  not, its contents become unspecified. In place when send == recv. */
+GANG_API gang_status_t gang_reduce(gang_t* gang, const void* send, void* recv,
+                                   size_t count, gang_dtype_t dtype,
+                                   gang_op_t op, int root, gang_work_t** work);
+
+/** Copies root's buf to every rank's buf. */
+GANG_API gang_status_t gang_broadcast(gang_t* gang, void* buf, size_t count,
+                                      gang_dtype_t dtype, int root,
+                                      gang_work_t** work);
+
+/** recv (size*count elements) = every rank's send, in rank order. In place
+ *  when send == recv + rank*count. */
+GANG_API gang_status_t gang_all_gather(gang_t* gang, const void* send,
+                                       void* recv, size_t count,
+                                       gang_dtype_t dtype, gang_work_t** work);
+
+/** recv = every rank's send, concatenated in rank order; rank r contributes
+ *  recv_counts[r] elements. ncounts == size and send_count ==
+ *  recv_counts[rank]. In place when send == recv + sum(recv_counts[<rank]). */
+GANG_API gang_status_t gang_all_gatherv(gang_t* gang, const void* send,
+                                        size_t send_count, void* recv,
+                                        const size_t* recv_counts,
+                                        size_t ncounts, gang_dtype_t dtype,
+                                        gang_work_t** work);
+
+/** recv at root (size*count elements) = every rank's send in rank order;
+ *  ignored elsewhere. In place at root when send == recv + root*count. */
+GANG_API gang_status_t gang_gather(gang_t* gang, const void* send, void* recv,
+                                   size_t count, gang_dtype_t dtype, int root,
+                                   gang_work_t** work);
+
+/** Rank r's recv = chunk r of root's send (size*count elements; ignored
+ *  elsewhere). In place at root when recv == send + root*count. */
+GANG_API gang_status_t gang_scatter(gang_t* gang, const void* send, void* recv,
+                                    size_t count, gang_dtype_t dtype, int root,
+                                    gang_work_t** work);
+
+/** Rank r's recv (recv_count elements) = op over chunk r of every rank's send
+ *  (size*recv_count elements). In place when recv == send + rank*recv_count. */
+GANG_API gang_status_t gang_reduce_scatter(gang_t* gang, const void* send,
+                                           void* recv, size_t recv_count,
+                                           gang_dtype_t dtype, gang_op_t op,
+                                           gang_work_t** work);
+
+/** Like gang_reduce_scatter with chunk r of recv_counts[r] elements; send
+ *  holds sum(recv_counts). ncounts == size. In place when
+ *  recv == send + sum(recv_counts[<rank]). */
+GANG_API gang_status_t gang_reduce_scatterv(gang_t* gang, const void* send,
+                                            void* recv,
+                                            const size_t* recv_counts,
+                                            size_t ncounts, gang_dtype_t dtype,
+                                            gang_op_t op, gang_work_t** work);
+
+/** Chunk p of send (count elements) goes to rank p, arriving as chunk
+ *  `rank` of its recv. Both hold size*count elements; never in place. */
+GANG_API gang_status_t gang_all_to_all(gang_t* gang, const void* send,
+                                       void* recv, size_t count,
+                                       gang_dtype_t dtype, gang_work_t** work);
+
+/** Like gang_all_to_all with per-peer counts: send_counts[p] elements go to
+ *  rank p, recv_counts[p] arrive from rank p, packed in rank order.
+ *  nsend == nrecv == size; never in place. */
+GANG_API gang_status_t gang_all_to_allv(gang_t* gang, const void* send,
+                                        const size_t* send_counts, size_t nsend,
+                                        void* recv, const size_t* recv_counts,
+                                        size_t nrecv, gang_dtype_t dtype,
+                                        gang_work_t** work);
+
+/** Blocks until every rank has entered the barrier. */
+GANG_API gang_status_t gang_barrier(gang_t* gang, gang_work_t** work);
+
+/* ---- point-to-point ---------------------------------------------------- */
+
+#define GANG_TAG_MAX 0x7fffffff
+
+/** Sends count elements to peer with tag in [0, GANG_TAG_MAX]. The receiver
+ *  passes the same count, dtype and tag; between one pair, messages with
+ *  equal tags match in issue order. A blocking send may wait until the peer
+ *  posts its receive: use gang_group_start/end to exchange. peer == own rank
+ *  is GANG_ERR_INVALID_ARGUMENT. */
+GANG_API gang_status_t gang_send(gang_t* gang, const void* buf, size_t count,
+                                 gang_dtype_t dtype, int peer, int tag,
+                                 gang_work_t** work);
+
+/** Receives count elements from peer with tag; see gang_send. */
+GANG_API gang_status_t gang_recv(gang_t* gang, void* buf, size_t count,
+                                 gang_dtype_t dtype, int peer, int tag,
+                                 gang_work_t** work);
+
+/** Opens a group on this thread's use of the gang: the operations issued
+ *  until gang_group_end start together and complete as one work, so both
+ *  sides of an exchange can send before they receive. Groups do not nest.
+ *  Operations in a group take their own `work` argument as NULL. */
+GANG_API gang_status_t gang_group_start(gang_t* gang);
+
+/** Closes the group and issues its operations. work NULL waits for all of
+ *  them; non-NULL returns a work for the whole group. An empty group is a
+ *  no-op. */
+GANG_API gang_status_t gang_group_end(gang_t* gang, gang_work_t** work);
+
+/* ---- byte payloads ("objects") ----------------------------------------- */
+
+/** Broadcasts len bytes at data from root. Every rank, root included, gets a
+ *  fresh copy in *out (free with gang_free) and its length in *out_len.
+ *  data and len are ignored off root. Blocking. */
+GANG_API gang_status_t gang_broadcast_bytes(gang_t* gang, const void* data,
+                                            size_t len, int root, void** out,
+                                            size_t* out_len);
+
+/** Gathers every rank's bytes: *out holds them concatenated in rank order
+ *  (free with gang_free); lens (the caller's array, nlens == size) gets each
+ *  rank's length. Blocking. */
+GANG_API gang_status_t gang_all_gather_bytes(gang_t* gang, const void* data,
+                                             size_t len, void** out,
+                                             size_t* lens, size_t nlens);
+
+/** Sends len bytes to peer; the receiver learns the length. Blocking. */
+GANG_API gang_status_t gang_send_bytes(gang_t* gang, const void* data,
+                                       size_t len, int peer, int tag);
+
+/** Receives the bytes peer sent with tag into a fresh *out (free with
+ *  gang_free). Blocking. */
+GANG_API gang_status_t gang_recv_bytes(gang_t* gang, int peer, int tag,
+                                       void** out, size_t* out_len);
+
+/* ---- helpers from training code --------------------------------------- */
+
+/** *out = root's flag (nonzero becomes 1) on every rank. Blocking. */
+GANG_API gang_status_t gang_broadcast_flag(gang_t* gang, int flag, int root,
+                                           int* out);
+
+/** *out = the sum of every rank's value, the same on every rank. Blocking. */
+GANG_API gang_status_t gang_all_sum(gang_t* gang, double value, double* out);
+
+/* ========================================================================
+ * Work
+ * ======================================================================== */
+
+/** Waits for an operation. timeout_ms -1 waits until it ends (bounded by the
+ *  gang's timeout, counted from issue); >= 0 waits at most that long and
+ *  returns GANG_IN_PROGRESS if it has not ended (0 polls). Returns the
+ *  operation's status; a failure's message is copied to this thread's last
+ *  error. Can be called repeatedly. */
+GANG_API gang_status_t gang_work_wait(gang_work_t* work, int64_t timeout_ms);
+
+/** GANG_OK, GANG_IN_PROGRESS or the operation's error, without waiting. */
+GANG_API gang_status_t gang_work_test(gang_work_t* work);
+
+/** Frees a work handle, waiting first if the operation is still running.
+ *  NULL is a no-op. */
+GANG_API gang_status_t gang_work_destroy(gang_work_t* work);
+
+GANG_END_DECLS
+
+#endif /* GANG_H */

@@ -1,0 +1,269 @@
+// Options, creating and destroying gangs, queries and sub-gangs.
+#include <cstring>
+
+#include "abi/shim.h"
+
+using gang::Status;
+using gang::abi::gang_of;
+using gang::abi::gang_ptr_of;
+using gang::abi::out_arg;
+
+namespace {
+
+// The size of the first published gang_options_t; callers built against it
+// stay supported forever.
+constexpr size_t kOptionsV0Size = 72;
+static_assert(sizeof(gang_options_t) == kOptionsV0Size,
+              "gang_options_t grew: keep kOptionsV0Size at the first version");
+
+void defaults(gang_options_t* o) {
+  o->backend = nullptr;
+  o->device_type = GANG_DEVICE_CPU;
+  o->device_index = -1;
+  o->rank = -1;
+  o->size = -1;
+  o->init_method = nullptr;
+  o->store = nullptr;
+  o->timeout_ms = 0;
+  o->name = nullptr;
+  o->debug = 0;
+  o->reserved0 = 0;
+}
+
+// Copies the caller's options by their struct_size.
+gang_options_t read_options(const gang_options_t* user, const char* api) {
+  if (user == nullptr) gang::fail(Status::kInvalidArgument, api, ": options is NULL");
+  const size_t n = user->struct_size;
+  if (n < kOptionsV0Size) {
+    gang::fail(Status::kInvalidArgument, api, ": options.struct_size ", n,
+               " is smaller than the first version's ", kOptionsV0Size,
+               " (call gang_options_init)");
+  }
+  gang_options_t o;
+  defaults(&o);
+  std::memcpy(&o, user, sizeof o);
+  const auto* extra = reinterpret_cast<const unsigned char*>(user) + sizeof o;
+  for (size_t i = 0; i + sizeof o < n; ++i) {
+    if (extra[i] != 0) {
+      gang::fail(Status::kUnsupported, api, ": options has nonzero bytes at offset ",
+                 sizeof o + i, ", beyond the ", sizeof o,
+                 " this library knows (built against a newer gang?)");
+    }
+  }
+  return o;
+}
+
+gang::core::DeviceType to_device(int32_t d, const char* api) {
+  switch (d) {
+    case GANG_DEVICE_CPU: return gang::core::DeviceType::kCpu;
+    case GANG_DEVICE_CUDA: return gang::core::DeviceType::kCuda;
+    default: break;
+  }
+  gang::fail(Status::kInvalidArgument, api, ": options.device_type ", d,
+             " is not a gang_device_type_t");
+}
+
+gang_t* wrap_gang(std::shared_ptr<gang::core::Gang> impl) {
+  if (!impl) return nullptr;
+  auto handle = std::make_unique<gang_s>();
+  handle->impl = std::move(impl);
+  handle->magic = gang::abi::kGangMagic;
+  return handle.release();
+}
+
+}  // namespace
+
+extern "C" {
+
+GANG_API void gang_options_init_v(gang_options_t* options, size_t struct_size) {
+  if (options == nullptr || struct_size < kOptionsV0Size) return;
+  std::memset(options, 0, struct_size);
+  defaults(options);
+  options->struct_size = struct_size;
+}
+
+GANG_API gang_status_t gang_create(const gang_options_t* options,
+                                   gang_t** out) {
+  GANG_ABI_TRY
+  static const char* const api = "gang_create";
+  out_arg(out, api, "out");
+  *out = nullptr;
+  const gang_options_t o = read_options(options, api);
+  if (o.reserved0 != 0) {
+    gang::fail(Status::kInvalidArgument, api, ": options.reserved0 must be 0");
+  }
+  gang::core::GangOptions g;
+  g.backend = o.backend ? o.backend : "";
+  g.device_type = to_device(o.device_type, api);
+  g.device_index = o.device_index;
+  g.rank = o.rank;
+  g.size = o.size;
+  g.init_method = o.init_method ? o.init_method : "";
+  if (o.store) {
+    gang::abi::store_of(o.store, api);  // checks the handle
+    g.store = o.store->impl;
+  }
+  g.timeout_ms = o.timeout_ms;
+  g.name = o.name ? o.name : "";
+  g.debug = o.debug;
+  *out = wrap_gang(gang::core::Gang::create(g));
+  return GANG_OK;
+  GANG_ABI_CATCH
+}
+
+GANG_API gang_status_t gang_create_fake(int rank, int size, gang_t** out) {
+  GANG_ABI_TRY
+  out_arg(out, "gang_create_fake", "out");
+  *out = nullptr;
+  *out = wrap_gang(gang::core::Gang::create_fake(rank, size));
+  return GANG_OK;
+  GANG_ABI_CATCH
+}
+
+GANG_API gang_status_t gang_destroy(gang_t* g) {
+  GANG_ABI_TRY
+  if (g == nullptr) return GANG_OK;
+  auto impl = gang_ptr_of(g, "gang_destroy");
+  g->magic = 0;
+  std::unique_ptr<gang_s> owned(g);
+  owned->impl.reset();
+  impl->shutdown();
+  return GANG_OK;
+  GANG_ABI_CATCH
+}
+
+GANG_API gang_status_t gang_abort(gang_t* g) {
+  GANG_ABI_TRY
+  gang_of(g, "gang_abort").abort();
+  return GANG_OK;
+  GANG_ABI_CATCH
+}
+
+GANG_API int gang_rank(const gang_t* g) {
+  try {
+    return gang_of(g, "gang_rank").rank();
+  } catch (...) {
+    return -1;
+  }
+}
+
+GANG_API int gang_size(const gang_t* g) {
+  try {
+    return gang_of(g, "gang_size").size();
+  } catch (...) {
+    return -1;
+  }
+}
+
+GANG_API const char* gang_backend_name(const gang_t* g) {
+  try {
+    return gang_of(g, "gang_backend_name").backend_name();
+  } catch (...) {
+    return "";
+  }
+}
+
+GANG_API gang_device_type_t gang_device_type(const gang_t* g) {
+  try {
+    return gang_of(g, "gang_device_type").device_type() ==
+                   gang::core::DeviceType::kCuda
+               ? GANG_DEVICE_CUDA
+               : GANG_DEVICE_CPU;
+  } catch (...) {
+    return GANG_DEVICE_CPU;
+  }
+}
+
+GANG_API int gang_device_index(const gang_t* g) {
+  try {
+    return gang_of(g, "gang_device_index").device_index();
+  } catch (...) {
+    return -1;
+  }
+}
+
+GANG_API const char* gang_name(const gang_t* g) {
+  try {
+    return gang_of(g, "gang_name").name().c_str();
+  } catch (...) {
+    return "";
+  }
+}
+
+GANG_API int gang_root_rank(const gang_t* g, int rank) {
+  try {
+    return gang_of(g, "gang_root_rank").root_rank(rank);
+  } catch (...) {
+    return -1;
+  }
+}
+
+GANG_API gang_status_t gang_set_timeout(gang_t* g, int64_t timeout_ms) {
+  GANG_ABI_TRY
+  auto& impl = gang_of(g, "gang_set_timeout");
+  if (timeout_ms <= 0) {
+    gang::fail(Status::kInvalidArgument, "gang_set_timeout: timeout_ms ",
+               timeout_ms, " must be positive");
+  }
+  impl.set_timeout(std::chrono::milliseconds(timeout_ms));
+  return GANG_OK;
+  GANG_ABI_CATCH
+}
+
+GANG_API int64_t gang_get_timeout(const gang_t* g) {
+  try {
+    return gang_of(g, "gang_get_timeout").timeout().count();
+  } catch (...) {
+    return -1;
+  }
+}
+
+GANG_API gang_status_t gang_get_async_error(const gang_t* g,
+                                            gang_status_t* out) {
+  GANG_ABI_TRY
+  auto& impl = gang_of(g, "gang_get_async_error");
+  *out_arg(out, "gang_get_async_error", "out") =
+      gang::abi::to_public(impl.async_error());
+  return GANG_OK;
+  GANG_ABI_CATCH
+}
+
+GANG_API int gang_supports(const gang_t* g, gang_op_t op, gang_dtype_t dtype) {
+  try {
+    return gang_of(g, "gang_supports")
+                   .supports(gang::abi::to_op(op, "gang_supports"),
+                             gang::abi::to_dtype(dtype, "gang_supports"))
+               ? 1
+               : 0;
+  } catch (...) {
+    return 0;
+  }
+}
+
+GANG_API gang_status_t gang_split(gang_t* parent, int color, int key,
+                                  gang_t** out) {
+  GANG_ABI_TRY
+  static const char* const api = "gang_split";
+  out_arg(out, api, "out");
+  *out = nullptr;
+  auto& impl = gang_of(parent, api);
+  *out = wrap_gang(impl.split(color, key));
+  return GANG_OK;
+  GANG_ABI_CATCH
+}
+
+GANG_API gang_status_t gang_create_subgang(gang_t* parent, const int* ranks,
+                                           int n, gang_t** out) {
+  GANG_ABI_TRY
+  static const char* const api = "gang_create_subgang";
+  out_arg(out, api, "out");
+  *out = nullptr;
+  auto& impl = gang_of(parent, api);
+  if (n < 1) gang::fail(Status::kInvalidArgument, api, ": n ", n, " must be at least 1");
+  out_arg(ranks, api, "ranks");
+  *out = wrap_gang(impl.create_subgang(std::vector<int>(ranks, ranks + n)));
+  return GANG_OK;
+  GANG_ABI_CATCH
+}
+
+}  // extern "C"

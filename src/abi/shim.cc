@@ -1,0 +1,140 @@
+#include "abi/shim.h"
+
+#include <new>
+
+namespace gang::abi {
+
+namespace {
+
+thread_local std::string t_last_error;
+
+}  // namespace
+
+void set_last_error(const std::string& message) { t_last_error = message; }
+
+const std::string& last_error() { return t_last_error; }
+
+gang_status_t to_public(Status status) {
+  switch (status) {
+    case Status::kOk: return GANG_OK;
+    case Status::kInProgress: return GANG_IN_PROGRESS;
+    case Status::kInvalidArgument: return GANG_ERR_INVALID_ARGUMENT;
+    case Status::kUnsupported: return GANG_ERR_UNSUPPORTED;
+    case Status::kUnavailable: return GANG_ERR_UNAVAILABLE;
+    case Status::kTimeout: return GANG_ERR_TIMEOUT;
+    case Status::kPeerLost: return GANG_ERR_PEER_LOST;
+    case Status::kMismatch: return GANG_ERR_MISMATCH;
+    case Status::kAborted: return GANG_ERR_ABORTED;
+    case Status::kStore: return GANG_ERR_STORE;
+    case Status::kNoMemory: return GANG_ERR_NO_MEMORY;
+    case Status::kSystem: return GANG_ERR_SYSTEM;
+    case Status::kInternal: return GANG_ERR_INTERNAL;
+  }
+  return GANG_ERR_INTERNAL;
+}
+
+gang_status_t handle_exception() noexcept {
+  try {
+    throw;
+  } catch (const Error& e) {
+    set_last_error(e.what());
+    return to_public(e.status());
+  } catch (const std::bad_alloc&) {
+    set_last_error("out of memory");
+    return GANG_ERR_NO_MEMORY;
+  } catch (const std::exception& e) {
+    set_last_error(std::string("internal error: ") + e.what());
+    return GANG_ERR_INTERNAL;
+  } catch (...) {
+    set_last_error("internal error: unknown exception");
+    return GANG_ERR_INTERNAL;
+  }
+}
+
+const std::shared_ptr<core::Gang>& gang_ptr_of(const gang_t* g,
+                                               const char* api) {
+  if (g == nullptr) fail(Status::kInvalidArgument, api, ": gang is NULL");
+  if (g->magic != kGangMagic || !g->impl) {
+    fail(Status::kInvalidArgument, api,
+         ": gang is not a live gang handle (destroyed already?)");
+  }
+  return g->impl;
+}
+
+core::Gang& gang_of(const gang_t* g, const char* api) {
+  return *gang_ptr_of(g, api);
+}
+
+store::Store& store_of(const gang_store_t* s, const char* api) {
+  if (s == nullptr) fail(Status::kInvalidArgument, api, ": store is NULL");
+  if (s->magic != kStoreMagic || !s->impl) {
+    fail(Status::kInvalidArgument, api,
+         ": store is not a live store handle (destroyed already?)");
+  }
+  return *s->impl;
+}
+
+core::Work& work_of(const gang_work_t* w, const char* api) {
+  if (w == nullptr) fail(Status::kInvalidArgument, api, ": work is NULL");
+  if (w->magic != kWorkMagic || !w->impl) {
+    fail(Status::kInvalidArgument, api,
+         ": work is not a live work handle (destroyed already?)");
+  }
+  return *w->impl;
+}
+
+core::DType to_dtype(gang_dtype_t dtype, const char* api) {
+  switch (dtype) {
+    case GANG_INT8: return core::DType::kInt8;
+    case GANG_UINT8: return core::DType::kUInt8;
+    case GANG_INT32: return core::DType::kInt32;
+    case GANG_UINT32: return core::DType::kUInt32;
+    case GANG_INT64: return core::DType::kInt64;
+    case GANG_UINT64: return core::DType::kUInt64;
+    case GANG_FLOAT16: return core::DType::kFloat16;
+    case GANG_BFLOAT16: return core::DType::kBFloat16;
+    case GANG_FLOAT32: return core::DType::kFloat32;
+    case GANG_FLOAT64: return core::DType::kFloat64;
+    case GANG_DTYPE_FORCE_32BIT: break;
+  }
+  fail(Status::kInvalidArgument, api, ": dtype ", static_cast<long long>(dtype),
+       " is not a gang_dtype_t");
+}
+
+core::ReduceOp to_op(gang_op_t op, const char* api) {
+  switch (op) {
+    case GANG_SUM: return core::ReduceOp::kSum;
+    case GANG_PROD: return core::ReduceOp::kProd;
+    case GANG_MIN: return core::ReduceOp::kMin;
+    case GANG_MAX: return core::ReduceOp::kMax;
+    case GANG_AVG: return core::ReduceOp::kAvg;
+    case GANG_OP_FORCE_32BIT: break;
+  }
+  fail(Status::kInvalidArgument, api, ": op ", static_cast<long long>(op),
+       " is not a gang_op_t");
+}
+
+gang_work_t* wrap_work(std::shared_ptr<core::Work> work) {
+  auto handle = std::make_unique<gang_work_s>();
+  handle->magic = kWorkMagic;
+  handle->impl = std::move(work);
+  return handle.release();
+}
+
+gang_status_t issue(gang_t* g, core::CollectiveArgs args, gang_work_t** work,
+                    const char* api) {
+  core::Gang& gang = gang_of(g, api);
+  if (work != nullptr) *work = nullptr;
+  auto w = gang.issue(std::move(args), work != nullptr);
+  if (!w) return GANG_OK;  // recorded in an open group
+  if (work != nullptr) {
+    *work = wrap_work(std::move(w));
+    return GANG_OK;
+  }
+  std::string message;
+  const Status s = w->wait(core::Millis(-1), &message);
+  if (s != Status::kOk) set_last_error(message);
+  return to_public(s);
+}
+
+}  // namespace gang::abi

@@ -1,0 +1,135 @@
+// gang_store_*: the rendezvous store.
+#include <cstdlib>
+#include <cstring>
+
+#include "abi/shim.h"
+#include "core/env.h"
+
+using gang::Status;
+using gang::abi::out_arg;
+using gang::abi::store_of;
+
+namespace {
+
+const char* key_arg(const char* key, const char* api) {
+  if (key == nullptr) gang::fail(Status::kInvalidArgument, api, ": key is NULL");
+  return key;
+}
+
+}  // namespace
+
+extern "C" {
+
+GANG_API gang_status_t gang_store_create(const char* url, int is_server,
+                                         int64_t timeout_ms,
+                                         gang_store_t** out) {
+  GANG_ABI_TRY
+  static const char* const api = "gang_store_create";
+  out_arg(out, api, "out");
+  *out = nullptr;
+  if (url == nullptr) gang::fail(Status::kInvalidArgument, api, ": url is NULL");
+  const auto timeout = timeout_ms > 0 ? std::chrono::milliseconds(timeout_ms)
+                                      : gang::core::env::timeout();
+  auto handle = std::make_unique<gang_store_s>();
+  handle->impl = gang::store::open(url, is_server != 0, timeout);
+  handle->magic = gang::abi::kStoreMagic;
+  *out = handle.release();
+  return GANG_OK;
+  GANG_ABI_CATCH
+}
+
+GANG_API gang_status_t gang_store_destroy(gang_store_t* store) {
+  GANG_ABI_TRY
+  if (store == nullptr) return GANG_OK;
+  store_of(store, "gang_store_destroy");
+  store->magic = 0;
+  std::unique_ptr<gang_store_s> owned(store);
+  return GANG_OK;
+  GANG_ABI_CATCH
+}
+
+GANG_API int gang_store_port(const gang_store_t* store) {
+  try {
+    return store_of(store, "gang_store_port").port();
+  } catch (...) {
+    return -1;
+  }
+}
+
+GANG_API gang_status_t gang_store_set(gang_store_t* store, const char* key,
+                                      const void* value, size_t n) {
+  GANG_ABI_TRY
+  static const char* const api = "gang_store_set";
+  auto& s = store_of(store, api);
+  key_arg(key, api);
+  if (value == nullptr && n != 0) {
+    gang::fail(Status::kInvalidArgument, api, ": value is NULL with n ", n);
+  }
+  const auto* p = static_cast<const uint8_t*>(value);
+  s.set(key, gang::store::Bytes(p, p + n));
+  return GANG_OK;
+  GANG_ABI_CATCH
+}
+
+GANG_API gang_status_t gang_store_get(gang_store_t* store, const char* key,
+                                      void** value, size_t* n) {
+  GANG_ABI_TRY
+  static const char* const api = "gang_store_get";
+  auto& s = store_of(store, api);
+  key_arg(key, api);
+  out_arg(value, api, "value");
+  out_arg(n, api, "n");
+  *value = nullptr;
+  *n = 0;
+  const gang::store::Bytes v = s.get(key);
+  void* copy = std::malloc(v.empty() ? 1 : v.size());
+  if (!copy) gang::fail(Status::kNoMemory, api, ": cannot allocate ", v.size(), " bytes");
+  if (!v.empty()) std::memcpy(copy, v.data(), v.size());
+  *value = copy;
+  *n = v.size();
+  return GANG_OK;
+  GANG_ABI_CATCH
+}
+
+GANG_API gang_status_t gang_store_add(gang_store_t* store, const char* key,
+                                      int64_t delta, int64_t* out) {
+  GANG_ABI_TRY
+  static const char* const api = "gang_store_add";
+  auto& s = store_of(store, api);
+  key_arg(key, api);
+  const int64_t v = s.add(key, delta);
+  if (out) *out = v;
+  return GANG_OK;
+  GANG_ABI_CATCH
+}
+
+GANG_API gang_status_t gang_store_wait(gang_store_t* store,
+                                       const char* const* keys, size_t nkeys) {
+  GANG_ABI_TRY
+  static const char* const api = "gang_store_wait";
+  auto& s = store_of(store, api);
+  if (keys == nullptr && nkeys != 0) {
+    gang::fail(Status::kInvalidArgument, api, ": keys is NULL with nkeys ", nkeys);
+  }
+  std::vector<std::string> list;
+  for (size_t i = 0; i < nkeys; ++i) {
+    if (keys[i] == nullptr) {
+      gang::fail(Status::kInvalidArgument, api, ": keys[", i, "] is NULL");
+    }
+    list.emplace_back(keys[i]);
+  }
+  if (!list.empty()) s.wait(list);
+  return GANG_OK;
+  GANG_ABI_CATCH
+}
+
+GANG_API gang_status_t gang_store_delete(gang_store_t* store, const char* key) {
+  GANG_ABI_TRY
+  static const char* const api = "gang_store_delete";
+  auto& s = store_of(store, api);
+  s.remove(key_arg(key, api));
+  return GANG_OK;
+  GANG_ABI_CATCH
+}
+
+}  // extern "C"

@@ -1,0 +1,47 @@
+// gang_work_*: waiting for asynchronous operations.
+#include "abi/shim.h"
+
+using gang::Status;
+
+extern "C" {
+
+GANG_API gang_status_t gang_work_wait(gang_work_t* work, int64_t timeout_ms) {
+  GANG_ABI_TRY
+  static const char* const api = "gang_work_wait";
+  auto& w = gang::abi::work_of(work, api);
+  if (timeout_ms < -1) {
+    gang::fail(Status::kInvalidArgument, api, ": timeout_ms ", timeout_ms,
+               " must be -1 or >= 0");
+  }
+  std::string message;
+  const Status s = w.wait(gang::core::Millis(timeout_ms), &message);
+  if (s != Status::kOk && s != Status::kInProgress) {
+    gang::abi::set_last_error(message);
+  }
+  return gang::abi::to_public(s);
+  GANG_ABI_CATCH
+}
+
+GANG_API gang_status_t gang_work_test(gang_work_t* work) {
+  GANG_ABI_TRY
+  std::string message;
+  const Status s = gang::abi::work_of(work, "gang_work_test").test(&message);
+  if (s != Status::kOk && s != Status::kInProgress) {
+    gang::abi::set_last_error(message);
+  }
+  return gang::abi::to_public(s);
+  GANG_ABI_CATCH
+}
+
+GANG_API gang_status_t gang_work_destroy(gang_work_t* work) {
+  GANG_ABI_TRY
+  if (work == nullptr) return GANG_OK;
+  auto& w = gang::abi::work_of(work, "gang_work_destroy");
+  w.wait(gang::core::Millis(-1), nullptr);
+  work->magic = 0;
+  std::unique_ptr<gang_work_s> owned(work);
+  return GANG_OK;
+  GANG_ABI_CATCH
+}
+
+}  // extern "C"

@@ -1,0 +1,115 @@
+#include "backends/gloo/gloo_device.h"
+
+#include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <gloo/transport/tcp/device.h>
+
+#include "core/env.h"
+#include "core/error.h"
+#include "core/log.h"
+
+namespace gang::backends::gloo_impl {
+
+namespace {
+
+constexpr const char* kLoopback = "127.0.0.1";
+
+class Fd {
+ public:
+  explicit Fd(int fd) : fd_(fd) {}
+  ~Fd() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  int get() const { return fd_; }
+
+ private:
+  int fd_;
+};
+
+std::string numeric(const sockaddr* sa, socklen_t len) {
+  char buf[NI_MAXHOST];
+  if (getnameinfo(sa, len, buf, sizeof buf, nullptr, 0, NI_NUMERICHOST) != 0) {
+    return "";
+  }
+  return buf;
+}
+
+// The first IPv4 address of an interface that is up and not loopback.
+std::string first_external_address() {
+  ifaddrs* list = nullptr;
+  if (getifaddrs(&list) != 0) return "";
+  std::string found;
+  for (ifaddrs* ifa = list; ifa && found.empty(); ifa = ifa->ifa_next) {
+    if (!ifa->ifa_addr || ifa->ifa_addr->sa_family != AF_INET) continue;
+    if ((ifa->ifa_flags & IFF_UP) == 0 || (ifa->ifa_flags & IFF_LOOPBACK)) {
+      continue;
+    }
+    found = numeric(ifa->ifa_addr, sizeof(sockaddr_in));
+  }
+  freeifaddrs(list);
+  return found;
+}
+
+}  // namespace
+
+std::string local_address_toward(const std::string& host) {
+  if (host.empty()) {
+    const std::string ext = first_external_address();
+    return ext.empty() ? kLoopback : ext;
+  }
+  addrinfo hints{};
+  hints.ai_family = AF_INET;
+  hints.ai_socktype = SOCK_DGRAM;
+  addrinfo* res = nullptr;
+  if (getaddrinfo(host.c_str(), "9", &hints, &res) != 0 || !res) {
+    fail(Status::kSystem, "gang_create: cannot resolve the store host \"",
+         host, "\" to choose a network interface");
+  }
+  std::unique_ptr<addrinfo, void (*)(addrinfo*)> guard(res, freeaddrinfo);
+  const auto* target = reinterpret_cast<const sockaddr_in*>(res->ai_addr);
+  if ((ntohl(target->sin_addr.s_addr) >> 24) == 127) return kLoopback;
+  // A connected UDP socket sends nothing, but makes the kernel pick the
+  // route, and so the source address, it would use for that host.
+  Fd fd(::socket(AF_INET, SOCK_DGRAM, 0));
+  if (fd.get() < 0 || ::connect(fd.get(), res->ai_addr, res->ai_addrlen) != 0) {
+    fail(Status::kSystem, "gang_create: no route to the store host \"", host,
+         "\": ", std::strerror(errno));
+  }
+  sockaddr_in local{};
+  socklen_t len = sizeof local;
+  if (getsockname(fd.get(), reinterpret_cast<sockaddr*>(&local), &len) != 0) {
+    fail(Status::kSystem, "gang_create: getsockname: ", std::strerror(errno));
+  }
+  return numeric(reinterpret_cast<sockaddr*>(&local), len);
+}
+
+std::shared_ptr<::gloo::transport::Device> make_device(
+    const std::string& store_host) {
+  ::gloo::transport::tcp::attr attr;
+  const std::string ifname = core::env::socket_ifname();
+  if (!ifname.empty()) {
+    attr.iface = ifname;
+  } else {
+    attr.hostname = local_address_toward(store_host);
+  }
+  try {
+    auto dev = ::gloo::transport::tcp::CreateDevice(attr);
+    GANG_LOG(kInfo, "gloo device: ", dev->str());
+    return dev;
+  } catch (const std::exception& e) {
+    fail(Status::kSystem, "gang_create: cannot open a TCP device on ",
+         ifname.empty() ? "address " + attr.hostname : "interface " + ifname,
+         ": ", e.what());
+  }
+}
+
+}  // namespace gang::backends::gloo_impl

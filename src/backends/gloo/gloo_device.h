@@ -1,0 +1,22 @@
+// The TCP device a Gloo gang talks through, on the interface that reaches
+// the rendezvous host.
+#pragma once
+
+#include <gloo/transport/device.h>
+
+#include <memory>
+#include <string>
+
+namespace gang::backends::gloo_impl {
+
+// GANG_SOCKET_IFNAME if set; otherwise the local address the kernel would
+// use to reach `store_host` (loopback only when that host is loopback); for
+// stores without a host, the first non-loopback interface, else loopback.
+std::shared_ptr<::gloo::transport::Device> make_device(
+    const std::string& store_host);
+
+// The address make_device binds to when no interface is named (exposed for
+// tests and logs).
+std::string local_address_toward(const std::string& host);
+
+}  // namespace gang::backends::gloo_impl

@@ -1,0 +1,72 @@
+#include "core/env.h"
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+
+#include "core/error.h"
+
+namespace gang::core::env {
+
+namespace {
+
+const char* raw(const char* name) {
+  const char* v = std::getenv(name);
+  return (v && *v) ? v : nullptr;
+}
+
+long long parse_int(const char* name, const char* value, long long lo,
+                    long long hi) {
+  errno = 0;
+  char* end = nullptr;
+  const long long v = std::strtoll(value, &end, 10);
+  if (errno != 0 || end == value || *end != '\0' || v < lo || v > hi) {
+    fail(Status::kInvalidArgument, name, "=\"", value,
+         "\" is not an integer in [", lo, ", ", hi, "]");
+  }
+  return v;
+}
+
+}  // namespace
+
+std::chrono::milliseconds timeout() {
+  const char* v = raw("GANG_TIMEOUT_MS");
+  if (!v) return kDefaultTimeout;
+  return std::chrono::milliseconds(parse_int(
+      "GANG_TIMEOUT_MS", v, 1, std::numeric_limits<int64_t>::max() / 1000000));
+}
+
+std::string socket_ifname() {
+  const char* v = raw("GANG_SOCKET_IFNAME");
+  return v ? v : "";
+}
+
+std::string init_method() {
+  const char* v = raw("GANG_INIT_METHOD");
+  return v ? v : "";
+}
+
+RankSize rank_size() {
+  const char* r = raw("GANG_RANK");
+  const char* s = raw("GANG_SIZE");
+  if (!r && !s) return {};
+  if (!r) fail(Status::kInvalidArgument, "GANG_SIZE is set but GANG_RANK is not");
+  if (!s) fail(Status::kInvalidArgument, "GANG_RANK is set but GANG_SIZE is not");
+  RankSize rs;
+  rs.size = static_cast<int>(
+      parse_int("GANG_SIZE", s, 1, std::numeric_limits<int>::max()));
+  rs.rank = static_cast<int>(parse_int("GANG_RANK", r, 0, rs.size - 1));
+  return rs;
+}
+
+LogLevel log_level() {
+  const char* v = raw("GANG_LOG_LEVEL");
+  if (!v) return LogLevel::kWarn;
+  if (!std::strcmp(v, "error")) return LogLevel::kError;
+  if (!std::strcmp(v, "info")) return LogLevel::kInfo;
+  if (!std::strcmp(v, "debug")) return LogLevel::kDebug;
+  return LogLevel::kWarn;
+}
+
+}  // namespace gang::core::env

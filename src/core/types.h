@@ -1,0 +1,38 @@
+// The core's element types, reductions and operation kinds. The C shim maps
+// the public enums onto these through tables; nothing casts between them.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace gang::core {
+
+enum class DType : uint8_t {
+  kInt8,
+  kUInt8,
+  kInt32,
+  kUInt32,
+  kInt64,
+  kUInt64,
+  kFloat16,
+  kBFloat16,
+  kFloat32,
+  kFloat64,
+};
+
+enum class ReduceOp : uint8_t { kSum, kProd, kMin, kMax, kAvg };
+
+enum class DeviceType : uint8_t { kCpu, kCuda };
+
+size_t dtype_size(DType dtype);
+const char* dtype_name(DType dtype);
+const char* reduce_op_name(ReduceOp op);
+bool is_floating(DType dtype);
+
+// IEEE binary16 and bfloat16 <-> float32, rounding to nearest even.
+float half_to_float(uint16_t h);
+uint16_t float_to_half(float f);
+float bf16_to_float(uint16_t b);
+uint16_t float_to_bf16(float f);
+
+}  // namespace gang::core
