@@ -1,0 +1,132 @@
+#include "store/store.h"
+
+#include <utility>
+
+#include "core/error.h"
+#include "store/file_store.h"
+#include "store/memory_store.h"
+#include "store/prefix_store.h"
+#include "store/store_util.h"
+#include "store/tcp_client.h"
+#include "store/tcp_server.h"
+
+namespace gang::store {
+
+namespace {
+
+[[noreturn]] void fail_url(const std::string& url, const std::string& why) {
+  fail(Status::kInvalidArgument, "store: malformed url \"", url, "\": ", why,
+       " (expected tcp://host:port, file:///dir or memory://name)");
+}
+
+bool all_digits(const std::string& s) {
+  if (s.empty()) return false;
+  for (const char c : s) {
+    if (c < '0' || c > '9') return false;
+  }
+  return true;
+}
+
+// "host:port" or "[v6 address]:port".
+void parse_host_port(const std::string& url, const std::string& rest,
+                     std::string* host, int* port) {
+  std::string port_text;
+  if (!rest.empty() && rest[0] == '[') {
+    const size_t close = rest.find(']');
+    if (close == std::string::npos || close + 1 >= rest.size() ||
+        rest[close + 1] != ':') {
+      fail_url(url, "a bracketed host must be followed by :port");
+    }
+    *host = rest.substr(1, close - 1);
+    port_text = rest.substr(close + 2);
+  } else {
+    const size_t colon = rest.rfind(':');
+    if (colon == std::string::npos) fail_url(url, "no port");
+    *host = rest.substr(0, colon);
+    port_text = rest.substr(colon + 1);
+    if (host->find(':') != std::string::npos) {
+      fail_url(url,
+               "an IPv6 host must be in brackets, as in tcp://[::1]:29500");
+    }
+  }
+  if (host->empty()) fail_url(url, "no host");
+  if (host->find_first_of("/?#@ ") != std::string::npos) {
+    fail_url(url,
+             "only tcp://host:port is understood, with no path, user "
+             "or query");
+  }
+  if (!all_digits(port_text) || port_text.size() > 5 ||
+      std::stoi(port_text) > 65535) {
+    fail_url(url, "the port must be a number from 0 to 65535");
+  }
+  *port = std::stoi(port_text);
+}
+
+}  // namespace
+
+std::shared_ptr<Store> open(const std::string& url, bool is_server,
+                            Millis timeout) {
+  if (timeout <= Millis(0)) {
+    fail(Status::kInvalidArgument, "store: the timeout for \"", url,
+         "\" must be positive, not ", timeout.count(), " ms");
+  }
+  const size_t sep = url.find("://");
+  if (sep == std::string::npos) fail_url(url, "no scheme");
+  const std::string scheme = url.substr(0, sep);
+  const std::string rest = url.substr(sep + 3);
+
+  if (scheme == "tcp") {
+    std::string host;
+    int port = 0;
+    parse_host_port(url, rest, &host, &port);
+    if (!is_server) {
+      if (port == 0) fail_url(url, "a client needs a nonzero port");
+      return std::make_shared<TcpStore>(std::move(host), port, timeout);
+    }
+    auto server = std::make_unique<TcpStoreServer>(port);
+    const int bound = server->port();
+    return std::make_shared<TcpStore>(std::move(host), bound, timeout,
+                                      std::move(server));
+  }
+  if (scheme == "file") {
+    // file://host/dir names a remote host, which we cannot reach.
+    if (rest.empty() || rest[0] != '/') {
+      fail_url(url,
+               "a file store needs an absolute directory, as in "
+               "file:///tmp/gang");
+    }
+    return std::make_shared<FileStore>(rest, timeout);
+  }
+  if (scheme == "memory") {
+    if (rest.empty()) fail_url(url, "a memory store needs a name");
+    return std::make_shared<MemoryStore>(rest, timeout);
+  }
+  fail_url(url, str_cat("unknown scheme \"", scheme, "\""));
+}
+
+std::shared_ptr<Store> with_prefix(std::shared_ptr<Store> inner,
+                                   const std::string& prefix) {
+  if (!inner) {
+    fail(Status::kInvalidArgument, "store: with_prefix(\"", prefix,
+         "\") needs a store");
+  }
+  return std::make_shared<PrefixStore>(std::move(inner), prefix);
+}
+
+void check_key(const std::string& key) {
+  if (key.empty()) fail(Status::kInvalidArgument, "store: a key is empty");
+  if (key.size() > kMaxKeyBytes) {
+    fail(Status::kInvalidArgument, "store: key ", detail::quote(key),
+         " is longer than the limit of ", kMaxKeyBytes, " bytes");
+  }
+}
+
+void check_value(const std::string& key, const Bytes& value) {
+  if (value.size() > kMaxValueBytes) {
+    fail(Status::kInvalidArgument, "store: the value for key ",
+         detail::quote(key), " has ", value.size(),
+         " bytes, over the limit of ", kMaxValueBytes);
+  }
+}
+
+}  // namespace gang::store

@@ -1,0 +1,64 @@
+// The TCP store client, and the store a server's own process uses.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "store/store.h"
+#include "store/tcp_protocol.h"
+#include "store/tcp_server.h"
+#include "store/unique_fd.h"
+
+namespace gang::store {
+
+namespace detail {
+class Deadline;
+}
+
+class TcpStore : public Store {
+ public:
+  // Connects to host:port, retrying until the timeout since the server may
+  // start later; throws kStore when it cannot. With a server, that server is
+  // owned and stopped last, and the connection goes over loopback while
+  // host() still reports `host`.
+  TcpStore(std::string host, int port, Millis timeout,
+           std::unique_ptr<TcpStoreServer> server = nullptr);
+  ~TcpStore() override;
+
+  void set(const std::string& key, const Bytes& value) override;
+  Bytes get(const std::string& key) override;
+  int64_t add(const std::string& key, int64_t delta) override;
+  void wait(const std::vector<std::string>& keys) override;
+  void remove(const std::string& key) override;
+  // Whether key exists now, without waiting for it.
+  bool check(const std::string& key);
+
+  std::string host() const override { return host_; }
+  int port() const override { return port_; }
+
+ private:
+  struct Answer {
+    tcp::Reply status = tcp::Reply::kOk;
+    Bytes value;
+  };
+  Answer call(tcp::Op op, const std::string& key, const uint8_t* value,
+              size_t n, const detail::Deadline& deadline);
+  UniqueFd take_connection(const detail::Deadline& deadline);
+  void return_connection(UniqueFd fd);
+  std::string url() const;
+
+  // Declared first so it is destroyed last, after the connections to it.
+  std::unique_ptr<TcpStoreServer> server_;
+  std::string host_;
+  std::string dial_host_;
+  int port_;
+  // Idle connections. A call takes one (or opens one) for its whole
+  // exchange, so a get parked on the server never blocks another thread's
+  // set on the same store.
+  std::mutex mu_;
+  std::vector<UniqueFd> idle_;
+};
+
+}  // namespace gang::store
