@@ -357,13 +357,16 @@ void Gang::execute(Task& task) {
     task.work->complete(Status::kOk, "");
     return;
   }
-  // An abort from another thread is why the backend gave up: say so.
-  if (failed_.load() == static_cast<int>(Status::kAborted)) {
-    status = Status::kAborted;
+  std::string message = str_cat(api, " (operation ", task.id, ") on gang \"",
+                                name_, "\" rank ", rank_, ": ", what);
+  // A failure recorded meanwhile (an abort from another thread, an overdue
+  // wait) is why the backend gave up: report that first error.
+  if (failed_.load() != 0) {
+    std::lock_guard<std::mutex> lock(fail_mu_);
+    status = static_cast<Status>(failed_.load());
+    message = str_cat(api, " (operation ", task.id, ") on gang \"", name_,
+                      "\": ", failure_);
   }
-  const std::string message =
-      str_cat(api, " (operation ", task.id, ") on gang \"", name_,
-              "\" rank ", rank_, ": ", what);
   mark_failed(status, message);
   task.work->complete(status, message);
 }

@@ -103,7 +103,8 @@ void GlooBackend::guarded(Clock::time_point deadline, F&& f) {
   try {
     f(remaining(deadline));
   } catch (const ::gloo::Exception& e) {
-    if (aborted_.load()) fail(Status::kAborted, "aborted: ", e.what());
+    // After abort() the broken connections are our own doing.
+    if (aborted_.load()) fail(Status::kAborted, "the gang was aborted");
     const std::string what = e.what();
     // Gloo reports a timeout and a broken connection with the same
     // exception type; the deadline tells them apart.
