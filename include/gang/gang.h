@@ -531,6 +531,104 @@ GANG_API gang_status_t gang_broadcast_flag(gang_t* gang, int flag, int root,
 GANG_API gang_status_t gang_all_sum(gang_t* gang, double value, double* out);
 
 /* ========================================================================
+ * Parallel topology
+ *
+ * Training frameworks carve one gang into the gangs of each parallelism:
+ * data (dp), tensor (tp), pipeline (pp), context (cp), expert (ep, with its
+ * expert-data gang edp), FSDP shard and replicate (sdp, rdp), model
+ * (mp = tp x pp) and dp x cp (dpcp). The layout is a pure function of the
+ * gang size and a gang_parallel_config_t; gang_layout_ranks computes it
+ * without processes and gangs_split_parallel builds every gang from it.
+ *
+ * The dense axes tp, cp, pp and dp are laid out by `order`, fastest-varying
+ * first; with the default "tp-cp-pp-dp", rank = tp + TP*(cp + CP*(pp + PP*dp)).
+ * With 8 ranks and tp=pp=dp=2: tp gangs [0,1] [2,3] [4,5] [6,7], pp gangs
+ * [0,2] [1,3] [4,6] [5,7], dp gangs [0,4] [1,5] [2,6] [3,7]. Order
+ * "tp-cp-dp-pp" gives Megatron-LM's layout.
+ *
+ * Multi-axis gangs list their ranks with earlier axes of `order` varying
+ * faster: dpcp = the ranks holding the same tp/pp shard; mp = the tp x pp
+ * ranks of one (dp, cp) position; ep gangs are contiguous blocks of ep ranks
+ * of the dpcp gang and edp the strided rest; sdp gangs are contiguous blocks
+ * of sdp ranks of the dpcp gang and rdp the strided rest (with cp = 1 this is
+ * fairseq2's create_fsdp_gangs).
+ * ======================================================================== */
+
+/** The axes of gangs_get and gang_layout_ranks. Append-only. */
+typedef enum gang_axis {
+  GANG_AXIS_ROOT = 0,
+  GANG_AXIS_DP = 1,
+  GANG_AXIS_TP = 2,
+  GANG_AXIS_PP = 3,
+  GANG_AXIS_CP = 4,
+  GANG_AXIS_EP = 5,
+  GANG_AXIS_EDP = 6,
+  GANG_AXIS_SDP = 7,
+  GANG_AXIS_RDP = 8,
+  GANG_AXIS_MP = 9,
+  GANG_AXIS_DPCP = 10,
+  GANG_AXIS_FORCE_32BIT = 0x7fffffff
+} gang_axis_t;
+
+/** The axis's short name ("dp", "tp", ...); "" for an invalid axis. */
+GANG_API const char* gang_axis_name(gang_axis_t axis);
+
+/** Degrees of parallelism. Initialise with gang_parallel_config_init; the
+ *  struct follows the same size rules as gang_options_t. */
+typedef struct gang_parallel_config {
+  size_t struct_size;
+  int32_t tp, cp, pp; /* tensor, context, pipeline degrees; default 1 */
+  int32_t dp;         /* data-parallel degree; -1 (default): size/(tp*cp*pp) */
+  int32_t ep;         /* expert degree; default 1 */
+  int32_t sdp;        /* FSDP shard degree; -1 (default): dp*cp (full shard) */
+  int32_t reserved0;  /* must be 0 */
+  int32_t reserved1;  /* must be 0; keeps `order` aligned without padding */
+  const char* order;  /* dense axes, fastest first, joined by '-';
+                         NULL: "tp-cp-pp-dp" */
+} gang_parallel_config_t;
+
+GANG_API void gang_parallel_config_init_v(gang_parallel_config_t* config,
+                                          size_t struct_size);
+
+static inline void gang_parallel_config_init(gang_parallel_config_t* config) {
+  gang_parallel_config_init_v(config, sizeof *config);
+}
+
+/** The parallel gangs carved from one gang. */
+typedef struct gangs_s gangs_t;
+
+/** Builds every axis's gang from `gang`. Collective over `gang` (any gang;
+ *  its ranks are the "global" ranks of the layout), and every rank passes
+ *  the same configuration (a differing one is GANG_ERR_MISMATCH on every
+ *  rank). An axis of degree 1 is a size-1 gang made without traffic; axes
+ *  with identical rank sets share one handle, and an axis spanning the whole
+ *  gang is `gang` itself. Works on fake gangs, without traffic.
+ *  Returns GANG_ERR_INVALID_ARGUMENT for a bad configuration, naming the
+ *  sizes (e.g. "tp*cp*pp (12) must divide the gang size (8)"); the gang
+ *  stays usable. */
+GANG_API gang_status_t gangs_split_parallel(gang_t* gang,
+                                            const gang_parallel_config_t* config,
+                                            gangs_t** out);
+
+/** The gang of `axis`, borrowed from gangs (valid until gangs_destroy; the
+ *  root is the gang passed to gangs_split_parallel). NULL only for an
+ *  invalid axis or handle. */
+GANG_API gang_t* gangs_get(const gangs_t* gangs, gang_axis_t axis);
+
+/** Destroys the gangs gangs_split_parallel made (not the gang it was given).
+ *  NULL is a no-op. */
+GANG_API gang_status_t gangs_destroy(gangs_t* gangs);
+
+/** The layout as a pure function: the ranks of `rank`'s gang on `axis` in a
+ *  gang of `size`, in gang-rank order, written to ranks[0..*n). If capacity
+ *  is too small, sets *n to the number needed and returns
+ *  GANG_ERR_INVALID_ARGUMENT. No processes or traffic. */
+GANG_API gang_status_t gang_layout_ranks(int size,
+                                         const gang_parallel_config_t* config,
+                                         gang_axis_t axis, int rank, int* ranks,
+                                         size_t capacity, size_t* n);
+
+/* ========================================================================
  * Work
  * ======================================================================== */
 

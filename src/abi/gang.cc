@@ -7,6 +7,7 @@ using gang::Status;
 using gang::abi::gang_of;
 using gang::abi::gang_ptr_of;
 using gang::abi::out_arg;
+using gang::abi::wrap_gang;
 
 namespace {
 
@@ -30,26 +31,12 @@ void defaults(gang_options_t* o) {
   o->reserved0 = 0;
 }
 
-// Copies the caller's options by their struct_size.
 gang_options_t read_options(const gang_options_t* user, const char* api) {
   if (user == nullptr) gang::fail(Status::kInvalidArgument, api, ": options is NULL");
-  const size_t n = user->struct_size;
-  if (n < kOptionsV0Size) {
-    gang::fail(Status::kInvalidArgument, api, ": options.struct_size ", n,
-               " is smaller than the first version's ", kOptionsV0Size,
-               " (call gang_options_init)");
-  }
   gang_options_t o;
   defaults(&o);
-  std::memcpy(&o, user, sizeof o);
-  const auto* extra = reinterpret_cast<const unsigned char*>(user) + sizeof o;
-  for (size_t i = 0; i + sizeof o < n; ++i) {
-    if (extra[i] != 0) {
-      gang::fail(Status::kUnsupported, api, ": options has nonzero bytes at offset ",
-                 sizeof o + i, ", beyond the ", sizeof o,
-                 " this library knows (built against a newer gang?)");
-    }
-  }
+  gang::abi::read_sized(&o, sizeof o, user, user->struct_size, kOptionsV0Size,
+                        api, "options");
   return o;
 }
 
@@ -61,14 +48,6 @@ gang::core::DeviceType to_device(int32_t d, const char* api) {
   }
   gang::fail(Status::kInvalidArgument, api, ": options.device_type ", d,
              " is not a gang_device_type_t");
-}
-
-gang_t* wrap_gang(std::shared_ptr<gang::core::Gang> impl) {
-  if (!impl) return nullptr;
-  auto handle = std::make_unique<gang_s>();
-  handle->impl = std::move(impl);
-  handle->magic = gang::abi::kGangMagic;
-  return handle.release();
 }
 
 }  // namespace

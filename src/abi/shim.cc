@@ -1,5 +1,6 @@
 #include "abi/shim.h"
 
+#include <cstring>
 #include <new>
 
 namespace gang::abi {
@@ -119,6 +120,32 @@ gang_work_t* wrap_work(std::shared_ptr<core::Work> work) {
   handle->magic = kWorkMagic;
   handle->impl = std::move(work);
   return handle.release();
+}
+
+gang_t* wrap_gang(std::shared_ptr<core::Gang> impl) {
+  if (!impl) return nullptr;
+  auto handle = std::make_unique<gang_s>();
+  handle->impl = std::move(impl);
+  handle->magic = kGangMagic;
+  return handle.release();
+}
+
+void read_sized(void* dst, size_t dst_size, const void* src, size_t src_size,
+                size_t first_size, const char* api, const char* what) {
+  if (src_size < first_size) {
+    fail(Status::kInvalidArgument, api, ": ", what, ".struct_size ", src_size,
+         " is smaller than the first version's ", first_size,
+         " (call its init function)");
+  }
+  std::memcpy(dst, src, src_size < dst_size ? src_size : dst_size);
+  const auto* extra = static_cast<const unsigned char*>(src) + dst_size;
+  for (size_t i = 0; i + dst_size < src_size; ++i) {
+    if (extra[i] != 0) {
+      fail(Status::kUnsupported, api, ": ", what, " has nonzero bytes at offset ",
+           dst_size + i, ", beyond the ", dst_size,
+           " this library knows (built against a newer gang?)");
+    }
+  }
 }
 
 gang_status_t issue(gang_t* g, core::CollectiveArgs args, gang_work_t** work,

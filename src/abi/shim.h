@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "core/error.h"
 #include "core/gang.h"
@@ -29,11 +30,20 @@ struct gang_work_s {
   std::shared_ptr<gang::core::Work> impl;
 };
 
+// The parallel gangs: one handle per distinct gang, owned here, except the
+// root, which is the caller's.
+struct gangs_s {
+  uint32_t magic;
+  gang_t* axes[11];
+  std::vector<gang_t*> owned;
+};
+
 namespace gang::abi {
 
 constexpr uint32_t kGangMagic = 0x676e6167;   // "gang"
 constexpr uint32_t kStoreMagic = 0x726f7473;  // "stor"
 constexpr uint32_t kWorkMagic = 0x6b726f77;   // "work"
+constexpr uint32_t kGangsMagic = 0x73676e67;  // "gngs"
 
 // Records message as this thread's last error.
 void set_last_error(const std::string& message);
@@ -69,6 +79,12 @@ gang_status_t issue(gang_t* g, gang::core::CollectiveArgs args,
 
 // Hands a library allocation to the caller.
 gang_work_t* wrap_work(std::shared_ptr<gang::core::Work> work);
+gang_t* wrap_gang(std::shared_ptr<gang::core::Gang> impl);
+
+// Copies a caller's struct by its struct_size: at least first_size bytes,
+// and any bytes beyond the library's own size must be zero.
+void read_sized(void* dst, size_t dst_size, const void* src, size_t src_size,
+                size_t first_size, const char* api, const char* what);
 
 }  // namespace gang::abi
 

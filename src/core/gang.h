@@ -7,6 +7,7 @@
 // started on first need. Either way one operation runs at a time.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
@@ -21,6 +22,7 @@
 #include "core/collective.h"
 #include "core/error.h"
 #include "core/work.h"
+#include "topology/layout.h"
 
 namespace gang::store {
 class Store;
@@ -84,6 +86,12 @@ class Gang : public std::enable_shared_from_this<Gang> {
   // Collective over this gang; null for ranks outside the new gang.
   std::shared_ptr<Gang> split(int color, int key);
   std::shared_ptr<Gang> create_subgang(const std::vector<int>& ranks);
+  // Collective over this gang: the gang of every axis of `layout`, indexed
+  // by topology::Axis. Axes with the same ranks share one gang; an axis
+  // spanning this gang is this gang.
+  using AxisGangs = std::array<std::shared_ptr<Gang>, topology::kNumAxes>;
+  AxisGangs split_parallel(const topology::Layout& layout,
+                           const std::string& fingerprint);
 
   // Byte payloads and helpers (blocking). See gang.h for their contracts.
   HostBytes broadcast_bytes(const void* data, size_t len, int root);
@@ -127,8 +135,11 @@ class Gang : public std::enable_shared_from_this<Gang> {
   // Records the first error (later ones are ignored) and aborts the backend.
   void mark_failed(Status status, const std::string& message);
   [[noreturn]] void throw_failed(const char* api) const;
+  // A gang of `members` (ranks of this gang, this rank among them), named
+  // <name>/<label>, meeting under <store prefix>/<store_label>/.
   std::shared_ptr<Gang> make_child(const std::vector<int>& members,
-                                   const std::string& label);
+                                   const std::string& label,
+                                   const std::string& store_label);
 
   // Identity.
   std::string name_;

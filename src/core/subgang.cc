@@ -43,7 +43,8 @@ std::shared_ptr<Gang> Gang::split(int color, int key) {
     return table[2 * static_cast<size_t>(a) + 1] <
            table[2 * static_cast<size_t>(b) + 1];
   });
-  return make_child(members, str_cat("split", id, ".", color));
+  const std::string label = str_cat("split", id, ".", color);
+  return make_child(members, label, label);
 }
 
 std::shared_ptr<Gang> Gang::create_subgang(const std::vector<int>& ranks) {
@@ -70,7 +71,8 @@ std::shared_ptr<Gang> Gang::create_subgang(const std::vector<int>& ranks) {
     // No traffic: every rank knows the list, so membership is local.
     const uint64_t id = splits_++;
     if (index < 0) return nullptr;
-    return make_child(ranks, str_cat("sub", id));
+    const std::string label = str_cat("sub", id);
+    return make_child(ranks, label, label);
   }
   // A split whose color is membership and whose key is the list position
   // gives exactly the listed order.
@@ -79,7 +81,8 @@ std::shared_ptr<Gang> Gang::create_subgang(const std::vector<int>& ranks) {
 }
 
 std::shared_ptr<Gang> Gang::make_child(const std::vector<int>& members,
-                                       const std::string& label) {
+                                       const std::string& label,
+                                       const std::string& store_label) {
   const auto it = std::find(members.begin(), members.end(), rank_);
   const int new_rank = static_cast<int>(it - members.begin());
   const int new_size = static_cast<int>(members.size());
@@ -97,7 +100,7 @@ std::shared_ptr<Gang> Gang::make_child(const std::vector<int>& members,
   cfg.parent = backend_.get();
   std::string prefix;
   if (store_ && new_size > 1) {
-    prefix = str_cat(store_prefix_, label, "/");
+    prefix = str_cat(store_prefix_, store_label, "/");
     cfg.store = store::with_prefix(store_, prefix + "backend/");
   }
   auto child = make(str_cat(name_, "/", label), new_rank, new_size,
