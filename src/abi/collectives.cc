@@ -282,7 +282,8 @@ GANG_API gang_status_t gang_broadcast_flag(gang_t* g, int flag, int root,
   GANG_ABI_TRY
   static const char* const api = "gang_broadcast_flag";
   auto& impl = gang_of(g, api);
-  *out_arg(out, api, "out") = impl.broadcast_flag(flag, root);
+  int* dst = out_arg(out, api, "out");  // checked before any traffic
+  *dst = impl.broadcast_flag(flag, root);
   return GANG_OK;
   GANG_ABI_CATCH
 }
@@ -291,7 +292,8 @@ GANG_API gang_status_t gang_all_sum(gang_t* g, double value, double* out) {
   GANG_ABI_TRY
   static const char* const api = "gang_all_sum";
   auto& impl = gang_of(g, api);
-  *out_arg(out, api, "out") = impl.all_sum(value);
+  double* dst = out_arg(out, api, "out");  // checked before any traffic
+  *dst = impl.all_sum(value);
   return GANG_OK;
   GANG_ABI_CATCH
 }

@@ -2,11 +2,13 @@
 
 #include <algorithm>
 #include <new>
+#include <optional>
 
 #include "core/env.h"
 #include "core/local_collective.h"
 #include "core/log.h"
 #include "core/registry.h"
+#include "core/rendezvous.h"
 #include "core/validate.h"
 #include "store/store.h"
 
@@ -37,6 +39,8 @@ struct Resolved {
   std::string backend;
   Millis timeout;
   std::string name;
+  // The launch environment, when rank and size came from it.
+  std::optional<env::Launch> launch;
 };
 
 Resolved resolve(const GangOptions& o) {
@@ -44,9 +48,9 @@ Resolved resolve(const GangOptions& o) {
   r.rank = o.rank;
   r.size = o.size;
   if (r.rank == -1 && r.size == -1) {
-    const auto rs = env::rank_size();
-    r.rank = rs.rank >= 0 ? rs.rank : 0;
-    r.size = rs.size >= 0 ? rs.size : 1;
+    r.launch = env::detect();
+    r.rank = r.launch->rank;
+    r.size = r.launch->size;
   } else if (r.rank == -1 || r.size == -1) {
     fail(Status::kInvalidArgument, "gang_create: options.rank is ", o.rank,
          " but options.size is ", o.size, "; set both or neither");
@@ -108,18 +112,8 @@ std::shared_ptr<Gang> Gang::create(const GangOptions& o) {
   std::shared_ptr<store::Store> store = o.store;
   if (r.size > 1 && r.backend != "fake") {
     if (!store) {
-      const std::string url =
-          o.init_method.empty() ? env::init_method() : o.init_method;
-      if (url.empty()) {
-        fail(Status::kInvalidArgument,
-             "gang_create: a gang of size ", r.size,
-             " needs a rendezvous: set options.store, options.init_method or "
-             "GANG_INIT_METHOD");
-      }
-      // Rank 0 serves a tcp:// store; a url that names no server kind is
-      // opened the same way by every rank.
-      const bool serve = r.rank == 0 && url.rfind("tcp://", 0) == 0;
-      store = store::open(url, serve, r.timeout);
+      store = open_rendezvous(o.init_method, r.rank, r.size, r.timeout,
+                              r.launch ? &*r.launch : nullptr);
     }
     // Every creation under one name bumps the counter once per rank, so
     // ranks of the same creation compute the same generation and a reused
@@ -287,8 +281,7 @@ std::shared_ptr<Work> Gang::submit(std::vector<CollectiveArgs> ops,
       [self](const std::string& why) {
         if (auto g = self.lock()) g->mark_failed(Status::kTimeout, why);
       },
-      str_cat(api, " (operation ", task->id, ") on gang \"", name_,
-              "\""));
+      api, task->id, name_);
   task->ops = std::move(ops);
 
   if (!async && !busy_ && queue_.empty()) {

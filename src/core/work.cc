@@ -4,9 +4,9 @@ namespace gang::core {
 
 Work::Work(Clock::time_point deadline,
            std::function<void(const std::string&)> on_overdue,
-           std::string describe)
-    : deadline_(deadline), on_overdue_(std::move(on_overdue)),
-      describe_(std::move(describe)) {}
+           const char* api, uint64_t id, std::string gang_name)
+    : deadline_(deadline), on_overdue_(std::move(on_overdue)), api_(api),
+      id_(id), gang_name_(std::move(gang_name)) {}
 
 void Work::complete(Status status, const std::string& message) {
   {
@@ -34,7 +34,9 @@ Status Work::wait(Millis timeout, std::string* message) {
   } else if (!cv_.wait_until(lock, deadline_ + kGrace, done)) {
     // The backend should have ended the operation at its deadline; it did
     // not, so fail the gang (which aborts the backend) and say so.
-    const std::string why = str_cat(describe_, " did not finish by its deadline");
+    const std::string why =
+        str_cat(api_, " (operation ", id_, ") on gang \"", gang_name_,
+                "\" did not finish by its deadline");
     auto overdue = std::move(on_overdue_);
     on_overdue_ = nullptr;
     lock.unlock();

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <condition_variable>
 #include <functional>
 #include <mutex>
@@ -19,8 +20,11 @@ class Work {
   // on_overdue runs (once, on the waiting thread) if the operation has not
   // ended `grace` after its deadline: the gang is then failed rather than
   // leaving its caller waiting forever.
-  Work(Clock::time_point deadline, std::function<void(const std::string&)> on_overdue,
-       std::string describe);
+  // api, id and gang name describe the operation in messages; the text is
+  // only built if it is needed.
+  Work(Clock::time_point deadline,
+       std::function<void(const std::string&)> on_overdue, const char* api,
+       uint64_t id, std::string gang_name);
 
   // The first completion wins; later ones are ignored.
   void complete(Status status, const std::string& message);
@@ -40,7 +44,9 @@ class Work {
   std::string message_;
   Clock::time_point deadline_;
   std::function<void(const std::string&)> on_overdue_;
-  std::string describe_;
+  const char* api_;
+  uint64_t id_;
+  std::string gang_name_;
 };
 
 }  // namespace gang::core

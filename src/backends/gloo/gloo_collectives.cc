@@ -10,6 +10,7 @@
 #include <gloo/gather.h>
 #include <gloo/reduce.h>
 #include <gloo/scatter.h>
+#include <gloo/types.h>
 
 #include <cstring>
 #include <vector>
@@ -28,8 +29,16 @@ using core::ReduceOp;
 using Millis = std::chrono::milliseconds;
 
 // Point-to-point slots live under a prefix none of Gloo's collectives use,
-// so a user's tag never meets a collective's sequence number.
+// so a user's tag never meets a collective's sequence number; gang's own
+// algorithms take the next prefixes.
 constexpr uint64_t kP2PSlotPrefix = uint64_t{0x40} << 56;
+constexpr uint8_t kDirectAllReducePrefix = 0x41;
+constexpr uint8_t kReduceScatterPrefix = 0x42;
+
+// Below this many bytes received per rank, all-reduce exchanges whole
+// buffers in one round instead of running Gloo's ring: a small message then
+// costs one network hop instead of 2(n-1) dependent ones.
+constexpr size_t kDirectAllReduceBytes = 256 * 1024;
 
 // Gloo keeps raw pointers in unbound buffers; an empty buffer still needs
 // one that is not null.
@@ -78,8 +87,44 @@ void with_element(size_t esize, F&& f) {
   };
 }
 
+// Every rank sends its whole input to every peer, then reduces the n inputs
+// in rank order, so every rank computes the same bits.
+void direct_all_reduce(const std::shared_ptr<::gloo::Context>& ctx,
+                       const CollectiveArgs& a, uint32_t tag, Millis timeout,
+                       const void* send, void* recv) {
+  const size_t bytes = a.count * core::dtype_size(a.dtype);
+  const size_t n = static_cast<size_t>(ctx->size);
+  const size_t me = static_cast<size_t>(ctx->rank);
+  const uint64_t slot = ::gloo::Slot::build(kDirectAllReducePrefix, tag);
+  std::vector<uint8_t> all(n * bytes);
+  std::memcpy(all.data() + me * bytes, send, bytes);
+  auto in = ctx->createUnboundBuffer(all.data(), all.size());
+  auto out = ctx->createUnboundBuffer(all.data() + me * bytes, bytes);
+  for (size_t p = 0; p < n; ++p) {
+    if (p == me) continue;
+    in->recv(static_cast<int>(p), slot, p * bytes, bytes);
+    out->send(static_cast<int>(p), slot);
+  }
+  for (size_t i = 1; i < n; ++i) {
+    if (!in->waitRecv(timeout) || !out->waitSend(timeout)) {
+      fail(Status::kAborted, "the transfer was aborted");
+    }
+  }
+  const ReduceOp partial = a.op == ReduceOp::kAvg ? ReduceOp::kSum : a.op;
+  std::memcpy(recv, all.data(), bytes);
+  for (size_t p = 1; p < n; ++p) {
+    core::reduce(recv, recv, all.data() + p * bytes, a.count, a.dtype, partial);
+  }
+}
+
 void all_reduce(const std::shared_ptr<::gloo::Context>& ctx, const CollectiveArgs& a, uint32_t tag,
                 Millis timeout, const void* send, void* recv) {
+  const size_t bytes = a.count * core::dtype_size(a.dtype);
+  if (bytes * static_cast<size_t>(ctx->size - 1) <= kDirectAllReduceBytes) {
+    direct_all_reduce(ctx, a, tag, timeout, send, recv);
+    if (a.op == ReduceOp::kAvg) core::finish_avg(recv, a.count, a.dtype, ctx->size);
+    return;
+  }
   with_element(core::dtype_size(a.dtype), [&](auto t) {
     using T = decltype(t);
     ::gloo::AllreduceOptions o(ctx);
@@ -120,30 +165,52 @@ void reduce(const std::shared_ptr<::gloo::Context>& ctx, const CollectiveArgs& a
   }
 }
 
-// reduce_scatter(v) is an all-reduce of the whole send buffer into scratch,
-// of which each rank keeps its own chunk: correct and bitwise consistent,
-// at twice the traffic of a ring reduce-scatter.
-void reduce_scatter(const std::shared_ptr<::gloo::Context>& ctx, const CollectiveArgs& a,
-                    uint32_t tag, Millis timeout) {
+// A ring: in step s every rank passes its running sum of chunk (r-s-1) to
+// its right neighbour and folds the chunk arriving from its left into its
+// own running sum, so after n-1 steps rank r holds chunk r fully reduced.
+// Each rank sends (n-1)/n of the buffer, as Gloo's ring all-reduce does in
+// its first half.
+void reduce_scatter(const std::shared_ptr<::gloo::Context>& ctx,
+                    const CollectiveArgs& a, uint32_t tag, Millis timeout) {
   const size_t es = core::dtype_size(a.dtype);
-  size_t total = 0, offset = 0, mine = 0;
-  if (a.kind == OpKind::kReduceScatter) {
-    total = a.count * static_cast<size_t>(ctx->size);
-    offset = a.count * static_cast<size_t>(ctx->rank);
-    mine = a.count;
-  } else {
-    for (size_t i = 0; i < a.recv_counts.size(); ++i) {
-      if (static_cast<int>(i) < ctx->rank) offset += a.recv_counts[i];
-      total += a.recv_counts[i];
-    }
-    mine = a.recv_counts[static_cast<size_t>(ctx->rank)];
-  }
+  const size_t n = static_cast<size_t>(ctx->size);
+  const size_t me = static_cast<size_t>(ctx->rank);
+  std::vector<size_t> counts = a.recv_counts;
+  if (a.kind == OpKind::kReduceScatter) counts.assign(n, a.count);
+  const std::vector<size_t> offsets = core::prefix_offsets(counts);
+  const size_t total = offsets.back() + counts.back();
   if (total == 0) return;
-  std::vector<uint8_t> scratch(total * es);
-  CollectiveArgs whole = a;
-  whole.count = total;
-  all_reduce(ctx, whole, tag, timeout, a.send, scratch.data());
-  std::memmove(a.recv, scratch.data() + offset * es, mine * es);
+
+  std::vector<uint8_t> acc(static_cast<const uint8_t*>(a.send),
+                           static_cast<const uint8_t*>(a.send) + total * es);
+  size_t largest = 0;
+  for (size_t c : counts) largest = c > largest ? c : largest;
+  std::vector<uint8_t> incoming(largest * es);
+  auto acc_buf = ctx->createUnboundBuffer(acc.data(), acc.size());
+  auto in_buf = ctx->createUnboundBuffer(bytes_ptr(incoming.data()), incoming.size());
+  const int right = static_cast<int>((me + 1) % n);
+  const int left = static_cast<int>((me + n - 1) % n);
+  const ReduceOp partial = a.op == ReduceOp::kAvg ? ReduceOp::kSum : a.op;
+  for (size_t s = 0; s + 1 < n; ++s) {
+    // Each step has its own slot, so a fast neighbour's next chunk can never
+    // land in this step's receive.
+    const uint64_t slot = ::gloo::Slot::build(kReduceScatterPrefix, tag) + static_cast<uint8_t>(s % 256);
+    const size_t out_idx = (me + 2 * n - s - 1) % n;
+    const size_t in_idx = (me + 2 * n - s - 2) % n;
+    const bool sends = counts[out_idx] != 0, receives = counts[in_idx] != 0;
+    if (receives) in_buf->recv(left, slot, 0, counts[in_idx] * es);
+    if (sends) acc_buf->send(right, slot, offsets[out_idx] * es, counts[out_idx] * es);
+    if ((receives && !in_buf->waitRecv(timeout)) ||
+        (sends && !acc_buf->waitSend(timeout))) {
+      fail(Status::kAborted, "the transfer was aborted");
+    }
+    if (receives) {
+      uint8_t* dst = acc.data() + offsets[in_idx] * es;
+      core::reduce(dst, dst, incoming.data(), counts[in_idx], a.dtype, partial);
+    }
+  }
+  std::memmove(a.recv, acc.data() + offsets[me] * es, counts[me] * es);
+  if (a.op == ReduceOp::kAvg) core::finish_avg(a.recv, counts[me], a.dtype, ctx->size);
 }
 
 }  // namespace
