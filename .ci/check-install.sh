@@ -1,0 +1,131 @@
+#!/usr/bin/env bash
+# Checks an installed gang the way a user meets it: installs the build into a
+# fresh prefix, builds a C program outside the source tree with nothing but
+# pkg-config, runs it as 3 ranks, and checks that the library exports only
+# gang_* and gangs_* symbols.
+#
+#   .ci/check-install.sh [BUILD_DIR]     (default: build)
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+build=$(cd "${1:-$root/build}" && pwd)
+work=$(mktemp -d /tmp/gang-install-check.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+prefix=$work/prefix
+
+fail() { echo "check-install: FAILED: $*" >&2; exit 1; }
+
+echo "check-install: installing $build into $prefix"
+cmake --install "$build" --prefix "$prefix" >"$work/install.log" ||
+  { cat "$work/install.log" >&2; fail "cmake --install"; }
+
+pcfile=$(find "$prefix" -name gang.pc -print -quit)
+[ -n "$pcfile" ] || fail "no gang.pc under $prefix"
+pcdir=$(dirname "$pcfile")
+libso=$(find "$prefix" -name 'libgang.so.[0-9]*' -type f -print -quit)
+[ -n "$libso" ] || fail "no libgang.so.* under $prefix"
+
+# ---- the exported symbols -----------------------------------------------------
+# nm lists the version node (GANG_0) as an absolute symbol; everything else
+# must be a gang_ or gangs_ function.
+bad=$(nm -D --defined-only "$libso" | awk '$2 != "A" { print $3 }' |
+        sed 's/@.*//' | grep -Ev '^gangs?_' || true)
+[ -z "$bad" ] || fail "libgang exports symbols outside gang_*/gangs_*:
+$bad"
+nexports=$(nm -D --defined-only "$libso" | awk '$2 != "A"' | wc -l)
+echo "check-install: $nexports exported symbols, all gang_*/gangs_*"
+
+# ---- a program built outside the tree ---------------------------------------
+cat >"$work/prog.c" <<'PROG'
+/* 3 forked ranks rendezvous through a file store and all-reduce. */
+#define _POSIX_C_SOURCE 200809L
+#include <gang/gang.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define NRANKS 3
+#define COUNT 1000
+
+static int run(int rank, const char* init_method) {
+  gang_options_t o;
+  gang_t* g = NULL;
+  float f[COUNT];
+  int32_t n[COUNT];
+  int i;
+  gang_options_init(&o);
+  o.rank = rank;
+  o.size = NRANKS;
+  o.init_method = init_method;
+  o.timeout_ms = 60000;
+  if (gang_create(&o, &g) != GANG_OK) {
+    fprintf(stderr, "rank %d: gang_create: %s\n", rank, gang_last_error());
+    return 1;
+  }
+  for (i = 0; i < COUNT; ++i) {
+    f[i] = (float)(rank + 1) * 0.5f;
+    n[i] = (rank + 1) * i;
+  }
+  if (gang_all_reduce(g, f, f, COUNT, GANG_FLOAT32, GANG_SUM, NULL) != GANG_OK ||
+      gang_all_reduce(g, n, n, COUNT, GANG_INT32, GANG_MAX, NULL) != GANG_OK) {
+    fprintf(stderr, "rank %d: gang_all_reduce: %s\n", rank, gang_last_error());
+    return 1;
+  }
+  for (i = 0; i < COUNT; ++i) {
+    if (f[i] != 3.0f || n[i] != NRANKS * i) {
+      fprintf(stderr, "rank %d: element %d is %g / %d, expected 3 / %d\n",
+              rank, i, (double)f[i], (int)n[i], NRANKS * i);
+      return 1;
+    }
+  }
+  if (gang_size(g) != NRANKS || gang_rank(g) != rank) return 1;
+  if (gang_destroy(g) != GANG_OK) return 1;
+  return 0;
+}
+
+int main(int argc, char** argv) {
+  int rank, failures = 0;
+  if (argc != 2) return 2;
+  printf("gang %s (header %s)\n", gang_version_string(), GANG_VERSION_STRING);
+  fflush(stdout);
+  for (rank = 0; rank < NRANKS; ++rank) {
+    pid_t pid = fork();
+    if (pid < 0) return 1;
+    if (pid == 0) _exit(run(rank, argv[1]));
+  }
+  for (rank = 0; rank < NRANKS; ++rank) {
+    int status;
+    if (wait(&status) < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+      ++failures;
+    }
+  }
+  if (failures == 0) printf("3-rank all-reduce: OK\n");
+  return failures == 0 ? 0 : 1;
+}
+PROG
+
+export PKG_CONFIG_PATH=$pcdir
+flags=$(pkg-config --cflags --libs gang) || fail "pkg-config --cflags --libs gang"
+echo "check-install: pkg-config --cflags --libs gang: $flags"
+cc=${CC:-cc}
+# shellcheck disable=SC2086  # the flags are meant to split
+(cd "$work" && $cc -std=c99 -Wall -Wextra -Werror -pedantic prog.c -o prog $flags) ||
+  fail "building a C99 program with pkg-config's flags"
+# The header also has to compile as C++.
+cflags=$(pkg-config --cflags gang)
+# shellcheck disable=SC2086
+(cd "$work" && ${CXX:-c++} -std=c++17 -Wall -Wextra -Werror -x c++ -fsyntax-only \
+   prog.c $cflags) || fail "compiling the header as C++"
+
+libdir=$(pkg-config --variable=libdir gang)
+LD_LIBRARY_PATH=$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} \
+  timeout 120 "$work/prog" "file://$work/store" ||
+  fail "the 3-rank program built against the install"
+# It must have run against the installed library, not another copy.
+loaded=$(LD_LIBRARY_PATH=$libdir ldd "$work/prog" | awk '$1 ~ /^libgang\.so/ { print $3 }')
+if [ -z "$loaded" ] ||
+   [ "$(dirname "$(realpath "$loaded")")" != "$(realpath "$libdir")" ]; then
+  fail "the program loaded libgang from '${loaded}', not from $libdir"
+fi
+echo "check-install: OK"

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Installs everything gang needs to build and test on Debian 12 (bookworm).
+# The one list of system packages: README and .ci/run both use this script.
+# Run as root, or as a user who may sudo.
+set -euo pipefail
+
+packages=(
+  build-essential cmake pkg-config   # compiler, build system, pkg-config
+  libgloo-dev                        # the Gloo backend
+  libhiredis-dev libibverbs-dev      # what libgloo-dev depends on, named explicitly
+  libcmocka-dev                      # the C tests
+  swig golang-go                     # language bindings (SWIG, Go)
+  python3-dev python3-numpy python3-pytest
+  iproute2                           # `ip`, used by network-interface tests
+)
+
+sudo=()
+if [ "$(id -u)" -ne 0 ]; then
+  sudo=(sudo)
+fi
+export DEBIAN_FRONTEND=noninteractive
+"${sudo[@]}" apt-get update
+"${sudo[@]}" apt-get install -y --no-install-recommends "${packages[@]}"
