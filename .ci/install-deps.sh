@@ -12,6 +12,8 @@ packages=(
   swig golang-go                     # language bindings (SWIG, Go)
   python3-dev python3-numpy python3-pytest
   iproute2                           # `ip`, used by network-interface tests
+  redis-server                       # redis:// store tests (unit.redis_store)
+  python3-torch                      # torchrun interop test (multiproc.torchrun)
 )
 
 sudo=()

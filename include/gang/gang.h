@@ -164,10 +164,15 @@ typedef struct gang_work_s gang_work_t;
  *
  *  url: "tcp://host:port" (is_server nonzero: serve on that port from a
  *  thread of this process, port 0 picks a free one, see gang_store_port;
- *  is_server 0: a client), "file:///dir" (one file per key in dir, created if
- *  missing) or "memory://name" (shared by every store of that name in this
- *  process). timeout_ms bounds every wait of the store (connecting included);
- *  <= 0 means GANG_TIMEOUT_MS, else 600000.
+ *  is_server 0: a client), "torch://host:port" (a client of PyTorch's
+ *  TCPStore, such as the one torchrun's agent serves, protocol of PyTorch
+ *  1.x to 2.1; keys are stored as "/gang/<key>", which PyTorch programs see
+ *  as "gang/<key>"; is_server must be 0), "redis://host:port[/prefix]" (keys
+ *  kept in a Redis server without a password, each as prefix + key; gets and
+ *  waits poll), "file:///dir" (one file per key in dir, created if missing)
+ *  or "memory://name" (shared by every store of that name in this process).
+ *  timeout_ms bounds every wait of the store (connecting included); <= 0
+ *  means GANG_TIMEOUT_MS, else 600000.
  *
  *  A server also acts as a client of itself, so every call below works on it.
  *  The handle is thread-safe.
@@ -182,7 +187,8 @@ GANG_API gang_status_t gang_store_create(const char* url, int is_server,
 /** Closes the store; a server stops serving. NULL is a no-op. */
 GANG_API gang_status_t gang_store_destroy(gang_store_t* store);
 
-/** The TCP port a tcp:// store serves or talks to; -1 for other stores. */
+/** The TCP port a tcp:// store serves or talks to, or a torch:// or redis://
+ *  store talks to; -1 for other stores. */
 GANG_API int gang_store_port(const gang_store_t* store);
 
 /** Sets key to the n bytes at value (value may be NULL when n is 0),
@@ -232,8 +238,8 @@ typedef struct gang_options {
   int32_t device_index;    /* -1: local_rank % visible devices */
   int32_t rank;            /* this process's rank; -1: from the environment */
   int32_t size;            /* number of ranks; -1: from the environment */
-  const char* init_method; /* "tcp://host:port", "file:///dir", "memory://name";
-                              NULL: GANG_INIT_METHOD */
+  const char* init_method; /* a gang_store_create url; NULL: GANG_INIT_METHOD,
+                              else the launch environment (gang_create) */
   gang_store_t* store;     /* wins over init_method; must outlive the gang and
                               every gang split from it */
   int64_t timeout_ms;      /* <= 0: GANG_TIMEOUT_MS, else 600000 */
@@ -268,12 +274,22 @@ static inline void gang_options_init(gang_options_t* options) {
  *  NCCL backend, which is GANG_ERR_UNAVAILABLE in this build rather than a
  *  silent CPU fallback).
  *
+ *  Rank and size: options->rank and options->size, or both -1 to take them
+ *  from the launch environment (gang_env_detect).
+ *
  *  Rendezvous: options->store, else options->init_method, else the
- *  GANG_INIT_METHOD environment variable. With "tcp://host:port" rank 0
- *  serves the store on that port and every rank is a client of it. A size-1
- *  gang needs no rendezvous. Keys live under gang/<name>/<generation>/, the
- *  generation agreed through gang_store_add, so a reused store never serves
- *  stale keys.
+ *  GANG_INIT_METHOD environment variable, else the launch environment's
+ *  master: "torch://MASTER_ADDR:MASTER_PORT" under torchrun with
+ *  TORCHELASTIC_USE_AGENT_STORE=True (its agent already serves PyTorch's
+ *  TCPStore there, so gang never binds that port), otherwise
+ *  "tcp://master_addr:master_port". With a "tcp://host:port" rendezvous rank 0
+ *  serves the store on that port and every rank is a client of it; if the
+ *  port is already served (a launcher such as gangrun hosts the store and
+ *  exports GANG_INIT_METHOD), rank 0 is a client too, and a server there that
+ *  is not a gang store is GANG_ERR_STORE naming the address and the
+ *  variables it came from. A size-1 gang needs no rendezvous. Keys live under
+ *  gang/<name>/<generation>/, the generation agreed through gang_store_add,
+ *  so a reused store never serves stale keys.
  *
  *  The network interface is GANG_SOCKET_IFNAME if set, else the one that
  *  reaches the store's host (loopback only if that host is loopback).
@@ -627,6 +643,73 @@ GANG_API gang_status_t gang_layout_ranks(int size,
                                          const gang_parallel_config_t* config,
                                          gang_axis_t axis, int rank, int* ranks,
                                          size_t capacity, size_t* n);
+
+/* ========================================================================
+ * Environment and launch
+ *
+ * gang_create takes rank and size from the environment, through
+ * gang_env_detect, when options.rank and options.size are -1, and its
+ * rendezvous when no store, init_method or GANG_INIT_METHOD is given (see
+ * gang_create). The first source that sets both a rank and a size wins
+ * entirely; the others are neither read nor cross-checked (so torchrun
+ * inside an sbatch job just works). In order:
+ *   "gang"     GANG_RANK GANG_SIZE GANG_LOCAL_RANK GANG_LOCAL_SIZE
+ *              GANG_NODE_RANK GANG_NUM_NODES GANG_INIT_METHOD
+ *   "torchrun" RANK WORLD_SIZE LOCAL_RANK LOCAL_WORLD_SIZE GROUP_RANK
+ *              GROUP_WORLD_SIZE MASTER_ADDR MASTER_PORT, and
+ *              TORCHELASTIC_USE_AGENT_STORE=True when the agent serves its
+ *              TCPStore there
+ *   "openmpi"  OMPI_COMM_WORLD_RANK _SIZE _LOCAL_RANK _LOCAL_SIZE _NODE_RANK
+ *   "pmi"      PMI_RANK PMI_SIZE (MPICH, Intel MPI), local rank and size from
+ *              PMI_LOCAL_RANK PMI_LOCAL_SIZE (Cray PALS), else
+ *              MPI_LOCALRANKID MPI_LOCALNRANKS (Hydra)
+ *   "slurm"    SLURM_PROCID SLURM_NTASKS SLURM_LOCALID SLURM_NODEID
+ *              SLURM_NNODES, local_size from SLURM_STEP_TASKS_PER_NODE,
+ *              master = the first host of SLURM_STEP_NODELIST (else
+ *              SLURM_JOB_NODELIST), in host-list syntax such as
+ *              "node[01-04,07]" or "a[1-2]-ib,b3"
+ * With none, a process is rank 0 of 1 and source is "none". A source that
+ * sets only one of its rank and size is an error unless another one wins.
+ *
+ * The master (master_addr:master_port, where rank 0 serves the rendezvous
+ * store) under "openmpi", "pmi" and "slurm" is MASTER_ADDR and MASTER_PORT
+ * where set. Otherwise: under SLURM the first host above, and the port
+ * 20000 + SLURM_JOB_ID % 40000 (set MASTER_PORT for concurrent steps of one
+ * job); under Open MPI and PMI, 127.0.0.1 when every rank is on this node
+ * (local_size == size), with the port 20000 + FNV-1a-64(id) % 40000 of a
+ * job id (Open MPI: PMIX_NAMESPACE, OMPI_MCA_orte_ess_jobid,
+ * OMPI_MCA_ess_base_jobid; PMI: PMIX_NAMESPACE, PALS_APID, PMI_PORT); across
+ * nodes gang_create asks for MASTER_ADDR and MASTER_PORT. Under "gang" the
+ * master is the host and port of a tcp:// GANG_INIT_METHOD.
+ * ======================================================================== */
+
+/** What gang_env_detect found; -1 where unknown. */
+typedef struct gang_env {
+  size_t struct_size;
+  int32_t rank, size;
+  int32_t local_rank, local_size;
+  int32_t node_rank, num_nodes;
+  int32_t master_port;
+  int32_t reserved0;
+  char master_addr[256]; /* "" if unknown */
+  char source[16];       /* "gang", "torchrun", "slurm", "openmpi", "pmi", "none" */
+} gang_env_t;
+
+GANG_API void gang_env_init_v(gang_env_t* env, size_t struct_size);
+
+static inline void gang_env_init(gang_env_t* env) {
+  gang_env_init_v(env, sizeof *env);
+}
+
+/** Reads the launch environment into *out (initialise it with
+ *  gang_env_init; the struct follows the size rules of gang_options_t).
+ *  Returns GANG_ERR_INVALID_ARGUMENT naming the variables if the winning
+ *  source is broken: only one of a pair (local rank and size, node rank and
+ *  count) set, a non-numeric or negative value, a size of 0, rank >= size,
+ *  local_rank >= local_size, node_rank >= num_nodes, a malformed host list
+ *  or MASTER_PORT; and, when no source wins, if one sets only one of its
+ *  rank and size. *out is written only on success. */
+GANG_API gang_status_t gang_env_detect(gang_env_t* out);
 
 /* ========================================================================
  * Work

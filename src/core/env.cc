@@ -47,18 +47,7 @@ std::string init_method() {
   return v ? v : "";
 }
 
-RankSize rank_size() {
-  const char* r = raw("GANG_RANK");
-  const char* s = raw("GANG_SIZE");
-  if (!r && !s) return {};
-  if (!r) fail(Status::kInvalidArgument, "GANG_SIZE is set but GANG_RANK is not");
-  if (!s) fail(Status::kInvalidArgument, "GANG_RANK is set but GANG_SIZE is not");
-  RankSize rs;
-  rs.size = static_cast<int>(
-      parse_int("GANG_SIZE", s, 1, std::numeric_limits<int>::max()));
-  rs.rank = static_cast<int>(parse_int("GANG_RANK", r, 0, rs.size - 1));
-  return rs;
-}
+Launch detect() { return detect_from(raw); }
 
 LogLevel log_level() {
   const char* v = raw("GANG_LOG_LEVEL");

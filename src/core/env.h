@@ -1,10 +1,12 @@
-// The one place that reads GANG_* environment variables. Values are read at
-// each call, so a program (or a test) may change them between gang_create
-// calls.
+// The one place that reads environment variables: GANG_* and the launchers'
+// (torchrun, Open MPI, PMI, SLURM). Values are read at each call, so a
+// program (or a test) may change them between gang_create calls.
 #pragma once
 
 #include <chrono>
 #include <string>
+
+#include "core/env_detect.h"
 
 namespace gang::core::env {
 
@@ -20,13 +22,12 @@ std::string socket_ifname();
 // GANG_INIT_METHOD, or "".
 std::string init_method();
 
-// GANG_RANK / GANG_SIZE as a pair; both -1 when neither is set. One without
-// the other, or a malformed value, is kInvalidArgument naming the variable.
-struct RankSize {
-  int rank = -1;
-  int size = -1;
-};
-RankSize rank_size();
+// The launch environment (gang.h's "Environment and launch"): which
+// launcher started this process, its rank, size and rendezvous address.
+// Throws kInvalidArgument naming the variables when the winning source is
+// broken. The rules live in env_detect.cc; this reads the process's
+// environment for them.
+Launch detect();
 
 enum class LogLevel { kError = 0, kWarn = 1, kInfo = 2, kDebug = 3 };
 // GANG_LOG_LEVEL (error|warn|info|debug); warn when unset or unknown.

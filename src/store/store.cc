@@ -6,9 +6,11 @@
 #include "store/file_store.h"
 #include "store/memory_store.h"
 #include "store/prefix_store.h"
+#include "store/redis_store.h"
 #include "store/store_util.h"
 #include "store/tcp_client.h"
 #include "store/tcp_server.h"
+#include "store/torch_store.h"
 
 namespace gang::store {
 
@@ -16,7 +18,8 @@ namespace {
 
 [[noreturn]] void fail_url(const std::string& url, const std::string& why) {
   fail(Status::kInvalidArgument, "store: malformed url \"", url, "\": ", why,
-       " (expected tcp://host:port, file:///dir or memory://name)");
+       " (expected tcp://host:port, torch://host:port, "
+       "redis://host:port[/prefix], file:///dir or memory://name)");
 }
 
 bool all_digits(const std::string& s) {
@@ -88,6 +91,35 @@ std::shared_ptr<Store> open(const std::string& url, bool is_server,
     return std::make_shared<TcpStore>(std::move(host), bound, timeout,
                                       std::move(server));
   }
+  if (scheme == "torch") {
+    if (is_server) {
+      fail_url(url,
+               "gang speaks PyTorch's TCPStore protocol as a client only; "
+               "serve a tcp:// store instead");
+    }
+    std::string host;
+    int port = 0;
+    parse_host_port(url, rest, &host, &port);
+    if (port == 0) fail_url(url, "a client needs a nonzero port");
+    return std::make_shared<TorchStore>(std::move(host), port, timeout);
+  }
+  if (scheme == "redis") {
+    // The data lives in the Redis server, so is_server has nothing to serve,
+    // as for file and memory stores. A path is a key prefix.
+    const size_t slash = rest.find('/');
+    const std::string authority = rest.substr(0, slash);
+    const std::string prefix =
+        slash == std::string::npos ? "" : rest.substr(slash + 1);
+    if (authority.find('@') != std::string::npos) {
+      fail_url(url, "redis stores with a user or password are not supported");
+    }
+    std::string host;
+    int port = 0;
+    parse_host_port(url, authority, &host, &port);
+    if (port == 0) fail_url(url, "a redis store needs a nonzero port");
+    return std::make_shared<RedisStore>(std::move(host), port, prefix,
+                                        timeout);
+  }
   if (scheme == "file") {
     // file://host/dir names a remote host, which we cannot reach.
     if (rest.empty() || rest[0] != '/') {
@@ -102,6 +134,32 @@ std::shared_ptr<Store> open(const std::string& url, bool is_server,
     return std::make_shared<MemoryStore>(rest, timeout);
   }
   fail_url(url, str_cat("unknown scheme \"", scheme, "\""));
+}
+
+std::shared_ptr<Store> serve_or_join(const std::string& url, Millis timeout,
+                                     bool* served) {
+  if (timeout <= Millis(0)) {
+    fail(Status::kInvalidArgument, "store: the timeout for \"", url,
+         "\" must be positive, not ", timeout.count(), " ms");
+  }
+  if (url.rfind("tcp://", 0) != 0) fail_url(url, "serve_or_join needs tcp://");
+  std::string host;
+  int port = 0;
+  parse_host_port(url, url.substr(6), &host, &port);
+  std::unique_ptr<TcpStoreServer> server;
+  try {
+    server = std::make_unique<TcpStoreServer>(port);
+  } catch (const PortInUse&) {
+    // Someone serves the port already: a launcher that hosts the store
+    // (gangrun), or an earlier gang_store_create in this job. The client's
+    // PING tells whether it is a gang store at all.
+    if (served) *served = false;
+    return std::make_shared<TcpStore>(std::move(host), port, timeout);
+  }
+  if (served) *served = true;
+  const int bound = server->port();
+  return std::make_shared<TcpStore>(std::move(host), bound, timeout,
+                                    std::move(server));
 }
 
 std::shared_ptr<Store> with_prefix(std::shared_ptr<Store> inner,

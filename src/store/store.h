@@ -51,7 +51,9 @@ class Store {
   Millis timeout_;
 };
 
-// Opens "tcp://host:port" (server or client), "file:///dir" or
+// Opens "tcp://host:port" (server or client), "torch://host:port" (a client
+// of PyTorch's TCPStore, see torch_store.h), "redis://host:port[/prefix]"
+// (keys kept in a Redis server, see redis_store.h), "file:///dir" or
 // "memory://name". A tcp server also answers the calls above itself.
 // Throws gang::Error(kInvalidArgument) for a malformed url or a timeout that
 // is not positive.
@@ -62,9 +64,17 @@ class Store {
 // the timeout, since the server may start later. file: one file per key in
 // the directory, created if missing; safe across processes. memory: the keys
 // live as long as the process, shared by every store opened with that name.
-// is_server only matters for tcp.
+// is_server only matters for tcp; torch stores are clients only (is_server
+// is kInvalidArgument).
 std::shared_ptr<Store> open(const std::string& url, bool is_server,
                             Millis timeout);
+
+// For "tcp://host:port": serves the port, unless another socket already
+// listens on it (a launcher such as gangrun hosting the store), in which case
+// it connects to that server as a client, whose PING checks it is a gang
+// store (kStore or kTimeout if not). *served (may be null) tells which.
+std::shared_ptr<Store> serve_or_join(const std::string& url, Millis timeout,
+                                     bool* served);
 
 // Prefixes every key with `prefix` (which should end in '/') and forwards to
 // an inner store; the rest of the interface is the inner store's.

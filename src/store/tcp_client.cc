@@ -1,15 +1,7 @@
 #include "store/tcp_client.h"
 
-#include <netdb.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <poll.h>
-#include <sys/socket.h>
 #include <sys/uio.h>
 
-#include <algorithm>
-#include <cerrno>
-#include <thread>
 #include <utility>
 
 #include "core/error.h"
@@ -17,142 +9,11 @@
 
 namespace gang::store {
 
-namespace {
-
 using detail::Deadline;
-using detail::errno_text;
 using detail::quote;
+using net::Io;
 using tcp::Op;
 using tcp::Reply;
-
-// Idle connections kept beyond this are closed; more only help while that
-// many threads call at once.
-constexpr size_t kMaxIdle = 4;
-
-// The outcome of one exchange step, turned into an Error by the caller, who
-// knows which request it was.
-struct Io {
-  enum Kind { kOk, kTimeout, kClosed, kFailed, kMalformed } kind = kOk;
-  std::string detail;
-};
-
-Io failed(int err) { return {Io::kFailed, errno_text(err)}; }
-
-// Waits for fd to become ready for `events`; false at the deadline.
-Io wait_ready(int fd, short events, const Deadline& deadline) {
-  for (;;) {
-    pollfd p{fd, events, 0};
-    const int n = ::poll(&p, 1, deadline.poll_ms());
-    if (n > 0) return {};
-    if (n == 0) return {Io::kTimeout, ""};
-    if (errno != EINTR) return failed(errno);
-  }
-}
-
-Io send_all(int fd, iovec* iov, int count, const Deadline& deadline) {
-  while (count > 0) {
-    msghdr msg{};
-    msg.msg_iov = iov;
-    msg.msg_iovlen = static_cast<size_t>(count);
-    const ssize_t n = ::sendmsg(fd, &msg, MSG_NOSIGNAL);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      if (errno == EAGAIN || errno == EWOULDBLOCK) {
-        const Io io = wait_ready(fd, POLLOUT, deadline);
-        if (io.kind != Io::kOk) return io;
-        continue;
-      }
-      if (errno == EPIPE || errno == ECONNRESET) return {Io::kClosed, ""};
-      return failed(errno);
-    }
-    auto sent = static_cast<size_t>(n);
-    while (count > 0 && sent >= iov->iov_len) {
-      sent -= iov->iov_len;
-      ++iov;
-      --count;
-    }
-    if (count > 0) {
-      iov->iov_base = static_cast<uint8_t*>(iov->iov_base) + sent;
-      iov->iov_len -= sent;
-    }
-  }
-  return {};
-}
-
-Io recv_all(int fd, uint8_t* data, size_t n, const Deadline& deadline) {
-  while (n > 0) {
-    const ssize_t got = ::recv(fd, data, n, 0);
-    if (got > 0) {
-      data += got;
-      n -= static_cast<size_t>(got);
-      continue;
-    }
-    if (got == 0) return {Io::kClosed, ""};
-    if (errno == EINTR) continue;
-    if (errno == EAGAIN || errno == EWOULDBLOCK) {
-      const Io io = wait_ready(fd, POLLIN, deadline);
-      if (io.kind != Io::kOk) return io;
-      continue;
-    }
-    if (errno == ECONNRESET) return {Io::kClosed, ""};
-    return failed(errno);
-  }
-  return {};
-}
-
-// One attempt at each address of host:port; on failure says why in *error.
-UniqueFd connect_once(const std::string& host, int port,
-                      const Deadline& deadline, std::string* error) {
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_NUMERICSERV;
-  addrinfo* found = nullptr;
-  const std::string service = std::to_string(port);
-  const int rc = ::getaddrinfo(host.c_str(), service.c_str(), &hints, &found);
-  if (rc != 0) {
-    *error = rc == EAI_SYSTEM ? errno_text(errno) : ::gai_strerror(rc);
-    return UniqueFd();
-  }
-  const std::unique_ptr<addrinfo, decltype(&::freeaddrinfo)> list(
-      found, &::freeaddrinfo);
-  for (const addrinfo* ai = list.get(); ai != nullptr; ai = ai->ai_next) {
-    UniqueFd fd(::socket(ai->ai_family,
-                         ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC,
-                         ai->ai_protocol));
-    if (!fd.valid()) {
-      *error = errno_text(errno);
-      continue;
-    }
-    int err = 0;
-    if (::connect(fd.get(), ai->ai_addr, ai->ai_addrlen) != 0) {
-      err = errno;
-      if (err == EINPROGRESS) {
-        const Io io = wait_ready(fd.get(), POLLOUT, deadline);
-        if (io.kind == Io::kTimeout) {
-          *error = "connection attempt timed out";
-          continue;
-        }
-        socklen_t len = sizeof err;
-        if (io.kind != Io::kOk ||
-            ::getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &err, &len) != 0) {
-          err = errno;
-        }
-      }
-    }
-    if (err != 0) {
-      *error = errno_text(err);
-      continue;
-    }
-    // Requests are small and each waits for its reply.
-    const int one = 1;
-    ::setsockopt(fd.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    return fd;
-  }
-  return UniqueFd();
-}
-
-}  // namespace
 
 TcpStore::TcpStore(std::string host, int port, Millis timeout,
                    std::unique_ptr<TcpStoreServer> server)
@@ -162,7 +23,8 @@ TcpStore::TcpStore(std::string host, int port, Millis timeout,
       // The server listens on every interface, and loopback is the one
       // address certain to reach it from its own host.
       dial_host_(server_ ? "127.0.0.1" : host_),
-      port_(port) {
+      port_(port),
+      pool_(dial_host_, port_) {
   // Fails now, naming the url, when no gang store answers there.
   call(Op::kPing, "", nullptr, 0, Deadline(timeout));
 }
@@ -175,32 +37,13 @@ std::string TcpStore::url() const {
 }
 
 UniqueFd TcpStore::take_connection(const Deadline& deadline) {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (!idle_.empty()) {
-      UniqueFd fd = std::move(idle_.back());
-      idle_.pop_back();
-      return fd;
-    }
-  }
-  Millis backoff(10);
   std::string error;
-  for (;;) {
-    UniqueFd fd = connect_once(dial_host_, port_, deadline, &error);
-    if (fd.valid()) return fd;
-    if (deadline.expired()) {
-      fail(Status::kStore, "store: cannot reach ", url(), " within ",
-           timeout().count(), " ms: ", error);
-    }
-    std::this_thread::sleep_for(
-        std::min<detail::Clock::duration>(backoff, deadline.remaining()));
-    backoff = std::min(backoff * 2, Millis(1000));
+  UniqueFd fd = pool_.take(deadline, &error);
+  if (!fd.valid()) {
+    fail(Status::kStore, "store: cannot reach ", url(), " within ",
+         timeout().count(), " ms: ", error);
   }
-}
-
-void TcpStore::return_connection(UniqueFd fd) {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (idle_.size() < kMaxIdle) idle_.push_back(std::move(fd));
+  return fd;
 }
 
 // A connection that fails or times out mid-exchange is dropped rather than
@@ -222,12 +65,12 @@ TcpStore::Answer TcpStore::call(Op op, const std::string& key,
       {const_cast<char*>(key.data()), key.size()},
       {const_cast<uint8_t*>(value), n},
   };
-  Io io = send_all(fd.get(), iov, 3, deadline);
+  Io io = net::send_all(fd.get(), iov, 3, deadline);
 
   Answer answer;
   if (io.kind == Io::kOk) {
     uint8_t reply[tcp::kReplyHeaderBytes];
-    io = recv_all(fd.get(), reply, sizeof reply, deadline);
+    io = net::recv_all(fd.get(), reply, sizeof reply, deadline);
     tcp::ReplyHeader rh;
     if (io.kind == Io::kOk) {
       if (const char* why = tcp::decode_reply(op, reply, &rh)) {
@@ -237,7 +80,7 @@ TcpStore::Answer TcpStore::call(Op op, const std::string& key,
     if (io.kind == Io::kOk) {
       answer.status = rh.status;
       answer.value.resize(rh.value_len);
-      io = recv_all(fd.get(), answer.value.data(), answer.value.size(),
+      io = net::recv_all(fd.get(), answer.value.data(), answer.value.size(),
                     deadline);
     }
   }
@@ -247,7 +90,7 @@ TcpStore::Answer TcpStore::call(Op op, const std::string& key,
                   : str_cat("store ", tcp::op_name(op), ": key ", quote(key));
   switch (io.kind) {
     case Io::kOk:
-      return_connection(std::move(fd));
+      pool_.give_back(std::move(fd));
       return answer;
     case Io::kTimeout:
       if (op == Op::kGet || op == Op::kWait) {

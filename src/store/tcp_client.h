@@ -2,11 +2,11 @@
 #pragma once
 
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
 #include "store/store.h"
+#include "store/socket_io.h"
 #include "store/tcp_protocol.h"
 #include "store/tcp_server.h"
 #include "store/unique_fd.h"
@@ -46,7 +46,6 @@ class TcpStore : public Store {
   Answer call(tcp::Op op, const std::string& key, const uint8_t* value,
               size_t n, const detail::Deadline& deadline);
   UniqueFd take_connection(const detail::Deadline& deadline);
-  void return_connection(UniqueFd fd);
   std::string url() const;
 
   // Declared first so it is destroyed last, after the connections to it.
@@ -54,11 +53,9 @@ class TcpStore : public Store {
   std::string host_;
   std::string dial_host_;
   int port_;
-  // Idle connections. A call takes one (or opens one) for its whole
-  // exchange, so a get parked on the server never blocks another thread's
-  // set on the same store.
-  std::mutex mu_;
-  std::vector<UniqueFd> idle_;
+  // A call takes a connection for its whole exchange, so a get parked on
+  // the server never blocks another thread's set on the same store.
+  net::ConnectionPool pool_;
 };
 
 }  // namespace gang::store

@@ -93,8 +93,10 @@ UniqueFd listen_on(int port, int* bound_port) {
                             : reinterpret_cast<sockaddr_in*>(&addr)->sin_port);
     return fd;
   }
-  fail(Status::kSystem, "store server: cannot bind port ", port, ": ",
-       errno_text(err));
+  const std::string why =
+      str_cat("store server: cannot bind port ", port, ": ", errno_text(err));
+  if (err == EADDRINUSE) throw PortInUse(Status::kSystem, why);
+  throw Error(Status::kSystem, why);
 }
 
 struct Connection {

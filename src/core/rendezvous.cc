@@ -1,0 +1,117 @@
+#include "core/rendezvous.h"
+
+#include <utility>
+
+#include "core/env.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "store/store.h"
+
+namespace gang::core {
+
+namespace {
+
+struct Plan {
+  std::string url;
+  // Where the url came from, for messages: "GANG_INIT_METHOD", "MASTER_ADDR
+  // and MASTER_PORT under slurm", ...
+  std::string origin;
+  // Rank 0 of a tcp:// rendezvous: serve the port unless it is taken.
+  bool serve = false;
+};
+
+bool is_tcp(const std::string& url) { return url.rfind("tcp://", 0) == 0; }
+
+std::string host_port(const std::string& host, int port) {
+  const bool v6 = host.find(':') != std::string::npos;
+  return str_cat(v6 ? "[" : "", host, v6 ? "]" : "", ":", port);
+}
+
+// Why a source gave no master, for the message that asks for one.
+const char* missing_master_hint(const std::string& source) {
+  if (source == "openmpi" || source == "pmi") {
+    return " (gang uses 127.0.0.1 only when every rank is on one node, with "
+           "a port derived from a job id such as PMIX_NAMESPACE; across nodes "
+           "it cannot tell which host rank 0 runs on)";
+  }
+  if (source == "slurm") {
+    return " (the master is the first host of SLURM_STEP_NODELIST or "
+           "SLURM_JOB_NODELIST, and the port MASTER_PORT or one derived from "
+           "SLURM_JOB_ID)";
+  }
+  return "";
+}
+
+Plan plan_from_launch(const env::Launch& l, int rank, int size) {
+  if (l.source == "none" || l.source == "gang") {
+    fail(Status::kInvalidArgument, "gang_create: a gang of size ", size,
+         " needs a rendezvous: set options.store, options.init_method or "
+         "GANG_INIT_METHOD, or start it with a launcher (gangrun, torchrun, "
+         "srun, mpirun)");
+  }
+  if (l.master_addr.empty() || l.master_port < 1) {
+    fail(Status::kInvalidArgument, "gang_create: rank ", l.rank, " of ", l.size,
+         " from ", l.source, " (", l.rank_vars, ") has no rendezvous ",
+         l.master_addr.empty() ? "host" : "port",
+         ": set MASTER_ADDR and MASTER_PORT, or GANG_INIT_METHOD",
+         missing_master_hint(l.source));
+  }
+  Plan p;
+  const std::string where = host_port(l.master_addr, l.master_port);
+  if (l.agent_store) {
+    // torchrun's agent serves PyTorch's TCPStore there for the whole job;
+    // binding the port would fail, and a second server would split the job.
+    p.url = "torch://" + where;
+    p.origin =
+        str_cat(l.master_vars, ", where torchrun's agent serves its TCPStore");
+    return p;
+  }
+  p.url = "tcp://" + where;
+  p.origin = str_cat(l.master_vars, " under ", l.source);
+  p.serve = rank == 0;
+  return p;
+}
+
+Plan plan(const std::string& init_method, int rank, int size,
+          const env::Launch* launch) {
+  Plan p;
+  if (!init_method.empty()) {
+    p.url = init_method;
+    p.origin = "options.init_method";
+  } else if (std::string url = env::init_method(); !url.empty()) {
+    p.url = std::move(url);
+    p.origin = "GANG_INIT_METHOD";
+  } else {
+    return plan_from_launch(launch ? *launch : env::detect(), rank, size);
+  }
+  p.serve = rank == 0 && is_tcp(p.url);
+  return p;
+}
+
+}  // namespace
+
+std::shared_ptr<store::Store> open_rendezvous(const std::string& init_method,
+                                              int rank, int size,
+                                              std::chrono::milliseconds timeout,
+                                              const env::Launch* launch) {
+  const Plan p = plan(init_method, rank, size, launch);
+  try {
+    if (!p.serve) return store::open(p.url, false, timeout);
+    bool served = false;
+    auto store = store::serve_or_join(p.url, timeout, &served);
+    if (!served) {
+      GANG_LOG(kInfo, "rendezvous: ", p.url, " (from ", p.origin,
+               ") is already served; rank 0 joins it as a client");
+    }
+    return store;
+  } catch (const Error& e) {
+    // A server that never answers the handshake is not the store we were
+    // promised, whatever the socket did: kStore, not kTimeout.
+    const Status s =
+        e.status() == Status::kTimeout ? Status::kStore : e.status();
+    fail(s, "gang_create: rendezvous through ", p.url, " (from ", p.origin,
+         ") failed: ", e.what());
+  }
+}
+
+}  // namespace gang::core

@@ -1,0 +1,34 @@
+// Which store a root gang rendezvouses through when the caller gave none.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "core/env_detect.h"
+
+namespace gang::store {
+class Store;
+}
+
+namespace gang::core {
+
+// Opens the rendezvous store of rank `rank` of a new root gang of `size` > 1,
+// from the first of:
+//   1. init_method (options.init_method), as is;
+//   2. GANG_INIT_METHOD, as is;
+//   3. the launch environment (`launch`, or env::detect() when null):
+//      under torchrun with TORCHELASTIC_USE_AGENT_STORE=True the agent's
+//      TCPStore, "torch://MASTER_ADDR:MASTER_PORT", on every rank; otherwise
+//      "tcp://master_addr:master_port".
+// A tcp:// rendezvous is served by rank 0 unless another process already
+// serves its port (a launcher such as gangrun, which exports
+// GANG_INIT_METHOD): then rank 0 is a client like the others. Errors name
+// the address and the variables it came from; a store that does not answer
+// as the expected kind of store is kStore.
+std::shared_ptr<store::Store> open_rendezvous(const std::string& init_method,
+                                              int rank, int size,
+                                              std::chrono::milliseconds timeout,
+                                              const env::Launch* launch);
+
+}  // namespace gang::core

@@ -1,0 +1,70 @@
+// Blocking-with-deadline socket I/O shared by the stores that talk to a
+// server over TCP (gang's own server, PyTorch's TCPStore, Redis). Sockets
+// are non-blocking and every step polls against one Deadline, so a call that
+// connects, sends and receives still ends within one timeout.
+#pragma once
+
+#include <sys/uio.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "store/store_util.h"
+#include "store/unique_fd.h"
+
+namespace gang::store::net {
+
+// The outcome of one exchange step, turned into an Error by the caller, who
+// knows which request it was.
+struct Io {
+  enum Kind { kOk, kTimeout, kClosed, kFailed, kMalformed } kind = kOk;
+  std::string detail;
+};
+
+// Waits for fd to become ready for `events` (POLLIN, POLLOUT).
+Io wait_ready(int fd, short events, const detail::Deadline& deadline);
+
+// Sends every byte of the iovecs, which it advances as it goes.
+Io send_all(int fd, iovec* iov, int count, const detail::Deadline& deadline);
+Io send_all(int fd, const void* data, size_t n,
+            const detail::Deadline& deadline);
+
+Io recv_all(int fd, uint8_t* data, size_t n, const detail::Deadline& deadline);
+
+// One attempt at each address of host:port; on failure returns an invalid
+// fd and says why in *error. The socket is non-blocking, with TCP_NODELAY
+// since store requests are small and each waits for its reply.
+UniqueFd connect_once(const std::string& host, int port,
+                      const detail::Deadline& deadline, std::string* error);
+
+// Idle connections to one server. A call takes one (or opens one, retrying
+// until its deadline since the server may start later) for its whole
+// exchange, so a request parked on the server never blocks another thread's
+// request on the same store. A connection that failed or timed out mid-
+// exchange must not be given back: a late reply on it would answer the next
+// request.
+class ConnectionPool {
+ public:
+  ConnectionPool(std::string host, int port)
+      : host_(std::move(host)), port_(port) {}
+
+  // An open connection, or an invalid fd with *error set at the deadline.
+  UniqueFd take(const detail::Deadline& deadline, std::string* error);
+  void give_back(UniqueFd fd);
+
+ private:
+  // Idle connections kept beyond this are closed; more only help while that
+  // many threads call at once.
+  static constexpr size_t kMaxIdle = 4;
+
+  std::string host_;
+  int port_;
+  std::mutex mu_;
+  std::vector<UniqueFd> idle_;
+};
+
+}  // namespace gang::store::net
