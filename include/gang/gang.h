@@ -294,6 +294,10 @@ static inline void gang_options_init(gang_options_t* options) {
  *  The network interface is GANG_SOCKET_IFNAME if set, else the one that
  *  reaches the store's host (loopback only if that host is loopback).
  *
+ *  Gloo gangs set SIGPIPE to SIG_IGN if it still has its default action, so
+ *  that a peer that went away is GANG_ERR_PEER_LOST rather than the death of
+ *  this process; a handler the program installed is left alone.
+ *
  *  Blocking: until every rank has joined or the timeout passes.
  *  Returns GANG_ERR_INVALID_ARGUMENT (bad option, naming it),
  *  GANG_ERR_UNSUPPORTED (unknown trailing option bytes), GANG_ERR_UNAVAILABLE

@@ -21,6 +21,13 @@ namespace gang::core {
 using Clock = std::chrono::steady_clock;
 using Millis = std::chrono::milliseconds;
 
+// now + timeout, saturating at a century so that huge timeouts (INT64_MAX
+// ms) cannot overflow the clock's nanoseconds.
+inline Clock::time_point deadline_after(Millis timeout) {
+  constexpr Millis kCentury{100LL * 365 * 24 * 3600 * 1000};
+  return Clock::now() + (timeout < kCentury ? timeout : kCentury);
+}
+
 class Backend;
 
 struct BackendConfig {

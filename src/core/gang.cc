@@ -118,19 +118,43 @@ std::shared_ptr<Gang> Gang::create(const GangOptions& o) {
     // Every creation under one name bumps the counter once per rank, so
     // ranks of the same creation compute the same generation and a reused
     // store never serves an earlier generation's keys.
-    const int64_t ticket = store->add(str_cat("gang/", r.name, "/joined"), 1);
+    const std::string counter = str_cat("gang/", r.name, "/joined");
+    const int64_t ticket = store->add(counter, 1);
     const int64_t generation = (ticket - 1) / r.size;
     prefix = str_cat("gang/", r.name, "/", generation, "/");
-    cfg.store = store::with_prefix(store, prefix + "backend/");
+    cfg.store = store::with_prefix(store, prefix + "backend/", r.timeout);
+    try {
+      return finish_create(r.name, r.rank, r.size, factory, cfg, prefix, store);
+    } catch (const Error&) {
+      // A creation that failed (a rank never came) must not leave the
+      // counter between generations, or every retry on this store would
+      // split its ranks across two. Fill the abandoned generation up; the
+      // next creation starts a fresh one.
+      try {
+        const int64_t now = store->add(counter, 0);
+        const int64_t missing = (r.size - now % r.size) % r.size;
+        if (missing != 0) store->add(counter, missing);
+      } catch (...) {
+        // Best effort: the store itself may be what failed.
+      }
+      throw;
+    }
   }
+  return finish_create(r.name, r.rank, r.size, factory, cfg, prefix,
+                       std::move(store));
+}
 
-  std::vector<int> identity(static_cast<size_t>(r.size));
-  for (int i = 0; i < r.size; ++i) identity[static_cast<size_t>(i)] = i;
-  auto gang = make(r.name, r.rank, r.size, std::move(identity), factory, cfg,
-                   prefix);
+std::shared_ptr<Gang> Gang::finish_create(const std::string& name, int rank,
+                                          int size, BackendFactory factory,
+                                          const BackendConfig& cfg,
+                                          const std::string& prefix,
+                                          std::shared_ptr<store::Store> store) {
+  std::vector<int> identity(static_cast<size_t>(size));
+  for (int i = 0; i < size; ++i) identity[static_cast<size_t>(i)] = i;
+  auto gang = make(name, rank, size, std::move(identity), factory, cfg, prefix);
   gang->store_ = std::move(store);
-  GANG_LOG(kInfo, "created gang \"", r.name, "\" rank ", r.rank, " of ",
-           r.size, " on ", gang->backend_name());
+  GANG_LOG(kInfo, "created gang \"", name, "\" rank ", rank, " of ", size,
+           " on ", gang->backend_name());
   return gang;
 }
 
@@ -266,8 +290,7 @@ std::shared_ptr<Work> Gang::submit(std::vector<CollectiveArgs> ops,
   if (failed_.load() != 0) throw_failed(api);
 
   auto task = std::make_shared<Task>();
-  const auto now = Clock::now();
-  task->deadline = now + timeout();
+  task->deadline = deadline_after(timeout());
   std::weak_ptr<Gang> self = weak_from_this();
   std::unique_lock<std::mutex> lock(mu_);
   if (stopping_) fail(Status::kAborted, api, ": gang \"", name_, "\" is being destroyed");
@@ -399,7 +422,7 @@ void Gang::abort() {
 void Gang::shutdown() {
   std::call_once(shutdown_once_, [this] {
     std::unique_lock<std::mutex> lock(mu_);
-    const bool idle = cv_.wait_for(lock, timeout(), [this] {
+    const bool idle = cv_.wait_until(lock, deadline_after(timeout()), [this] {
       return !busy_ && queue_.empty();
     });
     if (!idle) {

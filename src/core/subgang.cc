@@ -101,7 +101,7 @@ std::shared_ptr<Gang> Gang::make_child(const std::vector<int>& members,
   std::string prefix;
   if (store_ && new_size > 1) {
     prefix = str_cat(store_prefix_, store_label, "/");
-    cfg.store = store::with_prefix(store_, prefix + "backend/");
+    cfg.store = store::with_prefix(store_, prefix + "backend/", timeout());
   }
   auto child = make(str_cat(name_, "/", label), new_rank, new_size,
                     std::move(roots), factory_, cfg, prefix);

@@ -30,7 +30,9 @@ Status Work::wait(Millis timeout, std::string* message) {
   std::unique_lock<std::mutex> lock(mu_);
   auto done = [this] { return done_; };
   if (timeout.count() >= 0) {
-    if (!cv_.wait_for(lock, timeout, done)) return Status::kInProgress;
+    if (!cv_.wait_until(lock, deadline_after(timeout), done)) {
+      return Status::kInProgress;
+    }
   } else if (!cv_.wait_until(lock, deadline_ + kGrace, done)) {
     // The backend should have ended the operation at its deadline; it did
     // not, so fail the gang (which aborts the backend) and say so.

@@ -286,13 +286,13 @@ void FileStore::set(const std::string& key, const Bytes& value) {
   write(key, value);
 }
 
-Bytes FileStore::get(const std::string& key) {
+Bytes FileStore::get(const std::string& key, Millis timeout) {
   check_key(key);
-  const Deadline deadline(timeout());
+  const Deadline deadline(timeout);
   Millis backoff(1);
   Bytes value;
   while (!read(key, &value)) {
-    if (deadline.expired()) detail::fail_missing("get", key, timeout());
+    if (deadline.expired()) detail::fail_missing("get", key, timeout);
     nap(deadline, &backoff);
   }
   return value;
@@ -332,13 +332,13 @@ int64_t FileStore::add(const std::string& key, int64_t delta) {
   return sum;  // closing `lock` releases the flock
 }
 
-void FileStore::wait(const std::vector<std::string>& keys) {
+void FileStore::wait(const std::vector<std::string>& keys, Millis timeout) {
   for (const auto& key : keys) check_key(key);
-  const Deadline deadline(timeout());
+  const Deadline deadline(timeout);
   for (const auto& key : keys) {
     Millis backoff(1);
     while (!exists(key)) {
-      if (deadline.expired()) detail::fail_missing("wait", key, timeout());
+      if (deadline.expired()) detail::fail_missing("wait", key, timeout);
       nap(deadline, &backoff);
     }
   }

@@ -38,14 +38,14 @@ void MemoryStore::set(const std::string& key, const Bytes& value) {
   table_->changed.notify_all();
 }
 
-Bytes MemoryStore::get(const std::string& key) {
+Bytes MemoryStore::get(const std::string& key, Millis timeout) {
   check_key(key);
-  const detail::Deadline deadline(timeout());
+  const detail::Deadline deadline(timeout);
   std::unique_lock<std::mutex> lock(table_->mu);
   auto& data = table_->data;
   if (!table_->changed.wait_until(lock, deadline.end(),
                                   [&] { return data.count(key) != 0; })) {
-    detail::fail_missing("get", key, timeout());
+    detail::fail_missing("get", key, timeout);
   }
   return data.at(key);
 }
@@ -64,15 +64,15 @@ int64_t MemoryStore::add(const std::string& key, int64_t delta) {
   return sum;
 }
 
-void MemoryStore::wait(const std::vector<std::string>& keys) {
+void MemoryStore::wait(const std::vector<std::string>& keys, Millis timeout) {
   for (const auto& key : keys) check_key(key);
-  const detail::Deadline deadline(timeout());
+  const detail::Deadline deadline(timeout);
   std::unique_lock<std::mutex> lock(table_->mu);
   auto& data = table_->data;
   for (const auto& key : keys) {
     if (!table_->changed.wait_until(lock, deadline.end(),
                                     [&] { return data.count(key) != 0; })) {
-      detail::fail_missing("wait", key, timeout());
+      detail::fail_missing("wait", key, timeout);
     }
   }
 }

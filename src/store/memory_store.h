@@ -18,9 +18,11 @@ class MemoryStore : public Store {
   MemoryStore(const std::string& name, Millis timeout);
 
   void set(const std::string& key, const Bytes& value) override;
-  Bytes get(const std::string& key) override;
+  using Store::get;
+  using Store::wait;
+  Bytes get(const std::string& key, Millis timeout) override;
   int64_t add(const std::string& key, int64_t delta) override;
-  void wait(const std::vector<std::string>& keys) override;
+  void wait(const std::vector<std::string>& keys, Millis timeout) override;
   void remove(const std::string& key) override;
 
  private:

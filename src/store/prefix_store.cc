@@ -7,8 +7,9 @@ namespace gang::store {
 // Keys are checked as given (an empty key stays an error under a prefix) and
 // again by the inner store as prefixed, so a prefix that pushes a key over
 // the limit is reported with the key the store actually saw.
-PrefixStore::PrefixStore(std::shared_ptr<Store> inner, std::string prefix)
-    : Store(inner->timeout()),
+PrefixStore::PrefixStore(std::shared_ptr<Store> inner, std::string prefix,
+                         Millis timeout)
+    : Store(timeout),
       inner_(std::move(inner)),
       prefix_(std::move(prefix)) {}
 
@@ -17,9 +18,9 @@ void PrefixStore::set(const std::string& key, const Bytes& value) {
   inner_->set(full(key), value);
 }
 
-Bytes PrefixStore::get(const std::string& key) {
+Bytes PrefixStore::get(const std::string& key, Millis timeout) {
   check_key(key);
-  return inner_->get(full(key));
+  return inner_->get(full(key), timeout);
 }
 
 int64_t PrefixStore::add(const std::string& key, int64_t delta) {
@@ -27,14 +28,14 @@ int64_t PrefixStore::add(const std::string& key, int64_t delta) {
   return inner_->add(full(key), delta);
 }
 
-void PrefixStore::wait(const std::vector<std::string>& keys) {
+void PrefixStore::wait(const std::vector<std::string>& keys, Millis timeout) {
   std::vector<std::string> full_keys;
   full_keys.reserve(keys.size());
   for (const auto& key : keys) {
     check_key(key);
     full_keys.push_back(full(key));
   }
-  inner_->wait(full_keys);
+  inner_->wait(full_keys, timeout);
 }
 
 void PrefixStore::remove(const std::string& key) {

@@ -12,12 +12,17 @@ namespace gang::store {
 
 class PrefixStore : public Store {
  public:
-  PrefixStore(std::shared_ptr<Store> inner, std::string prefix);
+  // Waits (get, wait) last at most `timeout`, which may differ from the
+  // inner store's: a gang bounds its rendezvous by its own timeout.
+  PrefixStore(std::shared_ptr<Store> inner, std::string prefix,
+              Millis timeout);
 
   void set(const std::string& key, const Bytes& value) override;
-  Bytes get(const std::string& key) override;
+  using Store::get;
+  using Store::wait;
+  Bytes get(const std::string& key, Millis timeout) override;
   int64_t add(const std::string& key, int64_t delta) override;
-  void wait(const std::vector<std::string>& keys) override;
+  void wait(const std::vector<std::string>& keys, Millis timeout) override;
   void remove(const std::string& key) override;
 
   std::string host() const override { return inner_->host(); }

@@ -216,9 +216,9 @@ void RedisStore::set(const std::string& key, const Bytes& value) {
   }
 }
 
-Bytes RedisStore::get(const std::string& key) {
+Bytes RedisStore::get(const std::string& key, Millis timeout) {
   check_key(key);
-  const Deadline deadline(timeout());
+  const Deadline deadline(timeout);
   Millis pause = kFirstPoll;
   for (;;) {
     Reply r = command("get", key, {"GET", prefix_ + key}, nullptr, deadline);
@@ -227,7 +227,7 @@ Bytes RedisStore::get(const std::string& key) {
                  r.type == '-' ? r.text : "not a bulk string");
     }
     if (!r.nil) return std::move(r.bulk);
-    if (deadline.expired()) detail::fail_missing("get", key, timeout());
+    if (deadline.expired()) detail::fail_missing("get", key, timeout);
     std::this_thread::sleep_for(
         std::min<Clock::duration>(pause, deadline.remaining()));
     pause = std::min(pause * 2, kMaxPoll);
@@ -264,13 +264,13 @@ bool RedisStore::exists(const std::string& key, const Deadline& deadline,
   return r.integer > 0;
 }
 
-void RedisStore::wait(const std::vector<std::string>& keys) {
+void RedisStore::wait(const std::vector<std::string>& keys, Millis timeout) {
   for (const auto& key : keys) check_key(key);
-  const Deadline deadline(timeout());
+  const Deadline deadline(timeout);
   for (const auto& key : keys) {
     Millis pause = kFirstPoll;
     while (!exists(key, deadline, "wait")) {
-      if (deadline.expired()) detail::fail_missing("wait", key, timeout());
+      if (deadline.expired()) detail::fail_missing("wait", key, timeout);
       std::this_thread::sleep_for(
           std::min<Clock::duration>(pause, deadline.remaining()));
       pause = std::min(pause * 2, kMaxPoll);

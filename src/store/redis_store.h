@@ -39,9 +39,11 @@ class RedisStore : public Store {
              Millis timeout);
 
   void set(const std::string& key, const Bytes& value) override;
-  Bytes get(const std::string& key) override;
+  using Store::get;
+  using Store::wait;
+  Bytes get(const std::string& key, Millis timeout) override;
   int64_t add(const std::string& key, int64_t delta) override;
-  void wait(const std::vector<std::string>& keys) override;
+  void wait(const std::vector<std::string>& keys, Millis timeout) override;
   void remove(const std::string& key) override;
   // Whether key exists now, without waiting for it.
   bool check(const std::string& key);

@@ -168,7 +168,17 @@ std::shared_ptr<Store> with_prefix(std::shared_ptr<Store> inner,
     fail(Status::kInvalidArgument, "store: with_prefix(\"", prefix,
          "\") needs a store");
   }
-  return std::make_shared<PrefixStore>(std::move(inner), prefix);
+  const Millis timeout = inner->timeout();
+  return std::make_shared<PrefixStore>(std::move(inner), prefix, timeout);
+}
+
+std::shared_ptr<Store> with_prefix(std::shared_ptr<Store> inner,
+                                   const std::string& prefix, Millis timeout) {
+  if (!inner) {
+    fail(Status::kInvalidArgument, "store: with_prefix(\"", prefix,
+         "\") needs a store");
+  }
+  return std::make_shared<PrefixStore>(std::move(inner), prefix, timeout);
 }
 
 void check_key(const std::string& key) {

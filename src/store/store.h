@@ -28,11 +28,14 @@ class Store {
 
   virtual void set(const std::string& key, const Bytes& value) = 0;
   // Waits for key, then returns its value.
-  virtual Bytes get(const std::string& key) = 0;
+  Bytes get(const std::string& key) { return get(key, timeout_); }
+  // The same, waiting at most `timeout` rather than the store's own.
+  virtual Bytes get(const std::string& key, Millis timeout) = 0;
   // Adds delta to the decimal integer at key (missing: 0); returns the sum.
   virtual int64_t add(const std::string& key, int64_t delta) = 0;
   // Waits until every key exists.
-  virtual void wait(const std::vector<std::string>& keys) = 0;
+  void wait(const std::vector<std::string>& keys) { wait(keys, timeout_); }
+  virtual void wait(const std::vector<std::string>& keys, Millis timeout) = 0;
   // Deleting a missing key is not an error.
   virtual void remove(const std::string& key) = 0;
 
@@ -80,6 +83,9 @@ std::shared_ptr<Store> serve_or_join(const std::string& url, Millis timeout,
 // an inner store; the rest of the interface is the inner store's.
 std::shared_ptr<Store> with_prefix(std::shared_ptr<Store> inner,
                                    const std::string& prefix);
+// The same, with waits bounded by `timeout` instead of the inner store's.
+std::shared_ptr<Store> with_prefix(std::shared_ptr<Store> inner,
+                                   const std::string& prefix, Millis timeout);
 
 // Checks a key against the shared limits (not empty, at most kMaxKeyBytes);
 // throws kInvalidArgument.

@@ -2,6 +2,7 @@
 // decimal counters behind add().
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <string>
@@ -15,9 +16,14 @@ using Clock = std::chrono::steady_clock;
 // A point in time every step of one call counts down to, so a call that
 // waits several times (connect, send, receive; several keys) still ends
 // within one timeout.
+constexpr int64_t kCenturyMs = 100LL * 365 * 24 * 3600 * 1000;
+
 class Deadline {
  public:
-  explicit Deadline(Millis timeout) : end_(Clock::now() + timeout) {}
+  // Timeouts beyond a century are a century: adding INT64_MAX ms to the
+  // clock would overflow its nanoseconds.
+  explicit Deadline(Millis timeout)
+      : end_(Clock::now() + std::min(timeout, Millis(kCenturyMs))) {}
   bool expired() const { return Clock::now() >= end_; }
   Clock::time_point end() const { return end_; }
   Clock::duration remaining() const;

@@ -118,9 +118,9 @@ void TcpStore::set(const std::string& key, const Bytes& value) {
   call(Op::kSet, key, value.data(), value.size(), Deadline(timeout()));
 }
 
-Bytes TcpStore::get(const std::string& key) {
+Bytes TcpStore::get(const std::string& key, Millis timeout) {
   check_key(key);
-  return call(Op::kGet, key, nullptr, 0, Deadline(timeout())).value;
+  return call(Op::kGet, key, nullptr, 0, Deadline(timeout)).value;
 }
 
 int64_t TcpStore::add(const std::string& key, int64_t delta) {
@@ -137,9 +137,9 @@ int64_t TcpStore::add(const std::string& key, int64_t delta) {
   return static_cast<int64_t>(tcp::get_u64(answer.value.data()));
 }
 
-void TcpStore::wait(const std::vector<std::string>& keys) {
+void TcpStore::wait(const std::vector<std::string>& keys, Millis timeout) {
   for (const auto& key : keys) check_key(key);
-  const Deadline deadline(timeout());
+  const Deadline deadline(timeout);
   for (const auto& key : keys) call(Op::kWait, key, nullptr, 0, deadline);
 }
 

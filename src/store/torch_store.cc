@@ -196,9 +196,9 @@ void TorchStore::set(const std::string& key, const Bytes& value) {
   x.finish();
 }
 
-Bytes TorchStore::get(const std::string& key) {
+Bytes TorchStore::get(const std::string& key, Millis timeout) {
   check_key(key);
-  const Deadline deadline(timeout());
+  const Deadline deadline(timeout);
   Exchange x(*this, "get", key, deadline);
   // GET of a missing key makes the server drop the connection: wait first,
   // and only then send the GET (the server reads it only after the wait).
@@ -223,9 +223,9 @@ int64_t TorchStore::add(const std::string& key, int64_t delta) {
   return sum;
 }
 
-void TorchStore::wait(const std::vector<std::string>& keys) {
+void TorchStore::wait(const std::vector<std::string>& keys, Millis timeout) {
   for (const auto& key : keys) check_key(key);
-  const Deadline deadline(timeout());
+  const Deadline deadline(timeout);
   // One key per WAIT, so a timeout names the key that never came.
   for (const auto& key : keys) {
     Exchange x(*this, "wait", key, deadline);

@@ -8,6 +8,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <cstring>
 #include <gloo/transport/tcp/device.h>
 
@@ -59,6 +60,18 @@ std::string first_external_address() {
   return found;
 }
 
+// Gloo writes with writev(), which raises SIGPIPE when a peer has gone away.
+// A process that keeps SIGPIPE's default action would die there instead of
+// seeing GANG_ERR_PEER_LOST, so the default becomes "ignore"; a handler or
+// disposition the program chose itself is left alone.
+void ignore_default_sigpipe() {
+  struct sigaction current {};
+  if (sigaction(SIGPIPE, nullptr, &current) == 0 &&
+      current.sa_handler == SIG_DFL && !(current.sa_flags & SA_SIGINFO)) {
+    std::signal(SIGPIPE, SIG_IGN);
+  }
+}
+
 }  // namespace
 
 std::string local_address_toward(const std::string& host) {
@@ -94,6 +107,7 @@ std::string local_address_toward(const std::string& host) {
 
 std::shared_ptr<::gloo::transport::Device> make_device(
     const std::string& store_host) {
+  ignore_default_sigpipe();
   ::gloo::transport::tcp::attr attr;
   const std::string ifname = core::env::socket_ifname();
   if (!ifname.empty()) {
