@@ -1,0 +1,137 @@
+// gangrun: starts the ranks of a gang program on this node and hosts gang's
+// TCP store for them. See `gangrun --help` and options.cc.
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "launcher/cluster.h"
+#include "launcher/options.h"
+#include "launcher/platform.h"
+#include "launcher/rank_env.h"
+#include "launcher/signals.h"
+#include "launcher/supervisor.h"
+#include "store/tcp_server.h"
+#include "store/unique_fd.h"
+
+namespace gang::launcher {
+namespace {
+
+void say(const std::string& line) {
+  const std::string text = "gangrun: " + line + "\n";
+  write_all(STDERR_FILENO, text.data(), text.size());
+}
+
+Clock::time_point after(double seconds) {
+  if (seconds <= 0) return Clock::time_point::max();
+  return Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                            std::chrono::duration<double>(seconds));
+}
+
+struct Outcome {
+  int exit_code = 0;
+  int signal = 0;  // re-raised once everything is cleaned up
+};
+
+Outcome launch(const Options& o) {
+  // First, before any thread exists: signals arrive on a descriptor.
+  SignalFd signals;
+  const Clock::time_point job_deadline = after(o.timeout_s);
+
+  SpawnSpec base;
+  base.path = find_program(o.command.front());
+  base.argv = o.command;
+  store::UniqueFd dev_null(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+  if (!dev_null.valid()) throw LaunchError("cannot open /dev/null");
+  base.stdin_fd = dev_null.get();
+  if (o.tee) make_dirs(o.log_dir);
+
+  // Node 0 hosts the store for the whole job, on every interface.
+  std::unique_ptr<store::TcpStoreServer> server;
+  JobLayout job;
+  job.master_addr = o.master_addr;
+  job.store_port = o.master_port;
+  if (o.node_rank == 0) {
+    try {
+      server = std::make_unique<store::TcpStoreServer>(o.master_port);
+    } catch (const gang::Error& e) {
+      throw LaunchError(std::string("cannot host the store: ") + e.what());
+    }
+    job.store_port = server->port();
+    // Bound by nobody: the program may host PyTorch's store there.
+    job.torch_port = pick_free_port();
+  }
+
+  std::unique_ptr<Cluster> cluster;
+  if (o.nnodes > 1) {
+    const Clock::time_point connect_deadline =
+        std::min(job_deadline, after(o.connect_timeout_s));
+    cluster = std::make_unique<Cluster>(o, job.store_port, job.torch_port,
+                                        connect_deadline, signals);
+    job.torch_port = cluster->torch_port();
+  }
+  if (o.verbose) {
+    say(std::string(server ? "serving" : "using") + " the store at " +
+        tcp_url(o.master_addr, job.store_port) + "; MASTER_PORT=" +
+        std::to_string(job.torch_port));
+  }
+
+  const std::vector<std::string> env = current_environment();
+  std::vector<SpawnSpec> specs;
+  for (int i = 0; i < o.nproc_per_node; ++i) {
+    SpawnSpec spec = base;
+    spec.env = rank_environment(env, o, job, i);
+    specs.push_back(std::move(spec));
+  }
+  Supervisor supervisor(o, signals, cluster.get(), job_deadline);
+  Outcome outcome;
+  outcome.exit_code = supervisor.run(specs);
+  outcome.signal = supervisor.stop_signal();
+  return outcome;
+}
+
+// Dies by sig (default action), as a program interrupted should, so the
+// shell running it sees the interruption; returns only if sig does not end
+// the process.
+void die_by(int sig) {
+  struct sigaction dfl {};
+  dfl.sa_handler = SIG_DFL;
+  sigemptyset(&dfl.sa_mask);
+  ::sigaction(sig, &dfl, nullptr);
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, sig);
+  ::pthread_sigmask(SIG_UNBLOCK, &set, nullptr);
+  ::raise(sig);
+}
+
+}  // namespace
+}  // namespace gang::launcher
+
+int main(int argc, char** argv) {
+  using namespace gang::launcher;
+  const ParseResult parsed = parse_options(argc, argv);
+  if (!parsed.run) {
+    std::FILE* to = parsed.exit_code == 0 ? stdout : stderr;
+    std::fputs(parsed.message.c_str(), to);
+    return parsed.exit_code;
+  }
+  try {
+    const Outcome outcome = launch(parsed.options);
+    if (outcome.signal != 0) die_by(outcome.signal);
+    return outcome.exit_code;
+  } catch (const Interrupted& i) {
+    say("received " + signal_name(i.sig) + " while waiting for node 0");
+    die_by(i.sig);
+    return 128 + i.sig;
+  } catch (const std::exception& e) {
+    say(e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,199 @@
+#include "launcher/options.h"
+
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <string>
+#include <utility>
+
+#include "gang/gang_version.h"
+
+namespace gang::launcher {
+
+namespace {
+
+class UsageError {
+ public:
+  explicit UsageError(std::string message) : message(std::move(message)) {}
+  std::string message;
+};
+
+int parse_int(const std::string& name, const std::string& value, long lo,
+              long hi) {
+  errno = 0;
+  char* end = nullptr;
+  const long v = std::strtol(value.c_str(), &end, 10);
+  if (value.empty() || errno != 0 || *end != '\0' || v < lo || v > hi) {
+    throw UsageError(name + " wants an integer in [" + std::to_string(lo) +
+                     ", " + std::to_string(hi) + "], not \"" + value + "\"");
+  }
+  return static_cast<int>(v);
+}
+
+double parse_seconds(const std::string& name, const std::string& value) {
+  errno = 0;
+  char* end = nullptr;
+  const double v = std::strtod(value.c_str(), &end);
+  // At most about 30 years, so deadlines never overflow the clock.
+  if (value.empty() || errno != 0 || *end != '\0' || !std::isfinite(v) ||
+      v < 0 || v > 1e9) {
+    throw UsageError(name + " wants a number of seconds >= 0, not \"" + value +
+                     "\"");
+  }
+  return v;
+}
+
+// "--nproc_per_node" is torchrun's spelling; both are accepted.
+std::string normalize(std::string name) {
+  for (size_t i = 2; i < name.size(); ++i) {
+    if (name[i] == '_') name[i] = '-';
+  }
+  return name;
+}
+
+}  // namespace
+
+std::string usage_text() {
+  return
+      "usage: gangrun [options] [--] program [args...]\n"
+      "\n"
+      "Starts --nproc-per-node ranks of program on this node, hosts gang's\n"
+      "TCP store (on node 0) and exports GANG_INIT_METHOD, GANG_RANK,\n"
+      "GANG_SIZE, GANG_LOCAL_RANK, GANG_LOCAL_SIZE, GANG_NODE_RANK,\n"
+      "GANG_NUM_NODES and torchrun's RANK, WORLD_SIZE, LOCAL_RANK,\n"
+      "LOCAL_WORLD_SIZE, GROUP_RANK, GROUP_WORLD_SIZE, MASTER_ADDR and\n"
+      "MASTER_PORT (a free port gangrun leaves unbound for the program).\n"
+      "When a rank fails, the others get SIGTERM, then SIGKILL after the\n"
+      "grace period, and gangrun exits with the failing rank's status.\n"
+      "\n"
+      "options:\n"
+      "  --nproc-per-node N    ranks on this node (default 1)\n"
+      "  --nnodes M            nodes in the job (default 1)\n"
+      "  --node-rank K         this node, 0..M-1 (default 0)\n"
+      "  --master-addr A       node 0's address (default 127.0.0.1; required\n"
+      "                        with --nnodes > 1)\n"
+      "  --master-port P       the store's port on node 0 (default 0: a free\n"
+      "                        one; required with --nnodes > 1)\n"
+      "  --prefix              prefix each output line with \"[rank R] \"\n"
+      "  --tee                 also write each rank's output to\n"
+      "                        LOG_DIR/rank-R.log\n"
+      "  --log-dir DIR         the directory for --tee (default gangrun-logs;\n"
+      "                        implies --tee)\n"
+      "  --timeout SECONDS     stop the job after this long (exit 124;\n"
+      "                        default 0: no limit)\n"
+      "  --grace SECONDS       between SIGTERM and SIGKILL (default 5)\n"
+      "  --connect-timeout S   how long nodes > 0 wait for node 0's store\n"
+      "                        (default 300)\n"
+      "  -v, --verbose         say what gangrun does\n"
+      "  -h, --help            this text\n"
+      "  --version             gangrun's version\n"
+      "\n"
+      "Options also take the form --name=value, and torchrun's spellings\n"
+      "(--nproc_per_node, ...). Exit status: 0 when every rank exits 0; the\n"
+      "first failing rank's status (its exit code, or 128+signal); 124 on\n"
+      "--timeout; 128+signal when gangrun is interrupted; 1 when gangrun\n"
+      "itself fails; 2 for a usage error.\n";
+}
+
+ParseResult parse_options(int argc, char** argv) {
+  ParseResult result;
+  Options& o = result.options;
+  bool addr_given = false;
+  bool port_given = false;
+  try {
+    int i = 1;
+    for (; i < argc; ++i) {
+      std::string arg = argv[i];
+      if (arg == "--") {
+        ++i;
+        break;
+      }
+      if (arg.size() < 2 || arg[0] != '-') break;  // the program
+      if (arg == "-h" || arg == "--help") {
+        result.message = usage_text();
+        return result;
+      }
+      if (arg == "--version") {
+        result.message = std::string("gangrun ") + GANG_VERSION_STRING + "\n";
+        return result;
+      }
+      std::string value;
+      bool has_value = false;
+      const size_t eq = arg.find('=');
+      if (arg.rfind("--", 0) == 0 && eq != std::string::npos) {
+        value = arg.substr(eq + 1);
+        arg = arg.substr(0, eq);
+        has_value = true;
+      }
+      arg = normalize(arg);
+      auto flag = [&](bool* target) {
+        if (has_value) throw UsageError(arg + " takes no value");
+        *target = true;
+      };
+      auto take = [&]() -> std::string {
+        if (has_value) return value;
+        if (i + 1 >= argc) throw UsageError(arg + " needs a value");
+        return argv[++i];
+      };
+      if (arg == "--nproc-per-node") {
+        o.nproc_per_node = parse_int(arg, take(), 1, 65536);
+      } else if (arg == "--nnodes") {
+        o.nnodes = parse_int(arg, take(), 1, 65536);
+      } else if (arg == "--node-rank") {
+        o.node_rank = parse_int(arg, take(), 0, 65535);
+      } else if (arg == "--master-addr") {
+        o.master_addr = take();
+        addr_given = true;
+        if (o.master_addr.empty()) throw UsageError("--master-addr is empty");
+      } else if (arg == "--master-port") {
+        o.master_port = parse_int(arg, take(), 0, 65535);
+        port_given = true;
+      } else if (arg == "--prefix") {
+        flag(&o.prefix);
+      } else if (arg == "--tee") {
+        flag(&o.tee);
+      } else if (arg == "--log-dir") {
+        o.log_dir = take();
+        o.tee = true;
+      } else if (arg == "--timeout") {
+        o.timeout_s = parse_seconds(arg, take());
+      } else if (arg == "--grace") {
+        o.grace_s = parse_seconds(arg, take());
+      } else if (arg == "--connect-timeout") {
+        o.connect_timeout_s = parse_seconds(arg, take());
+      } else if (arg == "-v" || arg == "--verbose") {
+        flag(&o.verbose);
+      } else {
+        throw UsageError("unknown option " + arg);
+      }
+    }
+    for (; i < argc; ++i) o.command.emplace_back(argv[i]);
+
+    if (o.command.empty()) throw UsageError("no program to run");
+    if (o.node_rank >= o.nnodes) {
+      throw UsageError("--node-rank " + std::to_string(o.node_rank) +
+                       " must be less than --nnodes " +
+                       std::to_string(o.nnodes));
+    }
+    if (static_cast<long long>(o.nnodes) * o.nproc_per_node > 1 << 24) {
+      throw UsageError("--nnodes times --nproc-per-node is too large");
+    }
+    if (o.nnodes > 1 && !addr_given) {
+      throw UsageError("--nnodes > 1 needs --master-addr (node 0's address)");
+    }
+    if (o.nnodes > 1 && (!port_given || o.master_port == 0)) {
+      throw UsageError(
+          "--nnodes > 1 needs --master-port (a port every node agrees on)");
+    }
+    if (o.tee && o.log_dir.empty()) o.log_dir = "gangrun-logs";
+  } catch (const UsageError& e) {
+    result.message = "gangrun: " + e.message +
+                     "\nTry 'gangrun --help' for more information.\n";
+    result.exit_code = 2;
+    return result;
+  }
+  result.run = true;
+  return result;
+}
+
+}  // namespace gang::launcher

@@ -1,0 +1,66 @@
+#include "launcher/rank_env.h"
+
+#include <set>
+#include <utility>
+
+extern char** environ;
+
+namespace gang::launcher {
+
+std::string tcp_url(const std::string& host, int port) {
+  const bool v6 = host.find(':') != std::string::npos && host.front() != '[';
+  return "tcp://" + (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
+}
+
+std::vector<std::pair<std::string, std::string>> launch_variables(
+    const Options& o, const JobLayout& job, int local_rank) {
+  const int rank = o.node_rank * o.nproc_per_node + local_rank;
+  const std::string r = std::to_string(rank);
+  const std::string size = std::to_string(o.world_size());
+  const std::string lr = std::to_string(local_rank);
+  const std::string ls = std::to_string(o.nproc_per_node);
+  const std::string node = std::to_string(o.node_rank);
+  const std::string nodes = std::to_string(o.nnodes);
+  return {
+      {"GANG_INIT_METHOD", tcp_url(job.master_addr, job.store_port)},
+      {"GANG_RANK", r},
+      {"GANG_SIZE", size},
+      {"GANG_LOCAL_RANK", lr},
+      {"GANG_LOCAL_SIZE", ls},
+      {"GANG_NODE_RANK", node},
+      {"GANG_NUM_NODES", nodes},
+      {"RANK", r},
+      {"WORLD_SIZE", size},
+      {"LOCAL_RANK", lr},
+      {"LOCAL_WORLD_SIZE", ls},
+      {"GROUP_RANK", node},
+      {"GROUP_WORLD_SIZE", nodes},
+      {"MASTER_ADDR", job.master_addr},
+      {"MASTER_PORT", std::to_string(job.torch_port)},
+  };
+}
+
+std::vector<std::string> rank_environment(const std::vector<std::string>& base,
+                                          const Options& o,
+                                          const JobLayout& job,
+                                          int local_rank) {
+  const auto vars = launch_variables(o, job, local_rank);
+  std::set<std::string> replaced{"TORCHELASTIC_USE_AGENT_STORE"};
+  for (const auto& kv : vars) replaced.insert(kv.first);
+  std::vector<std::string> env;
+  env.reserve(base.size() + vars.size());
+  for (const std::string& entry : base) {
+    if (replaced.count(entry.substr(0, entry.find('=')))) continue;
+    env.push_back(entry);
+  }
+  for (const auto& kv : vars) env.push_back(kv.first + "=" + kv.second);
+  return env;
+}
+
+std::vector<std::string> current_environment() {
+  std::vector<std::string> env;
+  for (char** e = environ; e && *e; ++e) env.emplace_back(*e);
+  return env;
+}
+
+}  // namespace gang::launcher

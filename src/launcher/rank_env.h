@@ -1,0 +1,35 @@
+// The environment each rank starts with: gangrun's own, plus gang's and
+// torchrun's launch variables.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "launcher/options.h"
+
+namespace gang::launcher {
+
+struct JobLayout {
+  std::string master_addr;
+  int store_port = 0;  // gang's store, hosted by gangrun on node 0
+  int torch_port = 0;  // MASTER_PORT: free, left for the program to bind
+};
+
+// tcp://host:port, an IPv6 address in brackets.
+std::string tcp_url(const std::string& host, int port);
+
+// The variables gangrun sets for local rank `local_rank`, in a fixed order.
+std::vector<std::pair<std::string, std::string>> launch_variables(
+    const Options& o, const JobLayout& job, int local_rank);
+
+// `base` ("NAME=value" entries, e.g. from environ) with every launch
+// variable replaced and TORCHELASTIC_USE_AGENT_STORE removed (gangrun hosts
+// no PyTorch store for the program to join).
+std::vector<std::string> rank_environment(
+    const std::vector<std::string>& base, const Options& o,
+    const JobLayout& job, int local_rank);
+
+// This process's environment as "NAME=value" entries.
+std::vector<std::string> current_environment();
+
+}  // namespace gang::launcher

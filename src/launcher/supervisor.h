@@ -1,0 +1,87 @@
+// The supervisor: starts the local ranks, forwards their output, forwards
+// signals to them, and stops them all when one fails, the job times out,
+// gangrun is interrupted or another node aborts.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "launcher/cluster.h"
+#include "launcher/options.h"
+#include "launcher/output.h"
+#include "launcher/platform.h"
+#include "launcher/process.h"
+#include "launcher/signals.h"
+
+namespace gang::launcher {
+
+class Supervisor {
+ public:
+  // cluster: nullptr for a one-node job. job_deadline: when --timeout ends
+  // the job (Clock::time_point::max() for never).
+  Supervisor(const Options& o, SignalFd& signals, Cluster* cluster,
+             Clock::time_point job_deadline);
+
+  // Runs specs[i] as local rank i until every rank has ended (and, on node 0
+  // of a multi-node job, every other node has finished). Returns gangrun's
+  // exit status.
+  int run(const std::vector<SpawnSpec>& specs);
+
+  // The signal that stopped the job, or 0: gangrun then dies by it too, so
+  // a calling shell script stops as well.
+  int stop_signal() const {
+    return reason_ == Reason::kSignal ? exit_code_ - 128 : 0;
+  }
+
+ private:
+  enum class Reason { kNone, kFailure, kRemote, kTimeout, kSignal, kSetup };
+
+  struct Rank {
+    int rank = 0;  // global
+    Child child;
+    std::unique_ptr<OutputStream> out;
+    std::unique_ptr<OutputStream> err;
+  };
+
+  void spawn_all(const std::vector<SpawnSpec>& specs);
+  void loop();
+  int poll_timeout() const;
+  void on_signal(int sig);
+  void on_cluster();
+  void check_waiting();
+  void reap();
+  void check_deadlines();
+  // Starts stopping the ranks with `sig` for `reason`, printing message;
+  // false if already stopping. Other nodes are told for_other_nodes (by
+  // default "node K: <message>").
+  bool begin_stop(Reason reason, int exit_code, const std::string& message,
+                  int sig, const std::string& for_other_nodes = "");
+  void kill_all(const std::string& why);
+  size_t running() const;
+  bool streams_open() const;
+  void close_streams();
+  void say(const std::string& line);
+
+  const Options& options_;
+  SignalFd& signals_;
+  Cluster* cluster_;
+  const Clock::time_point job_deadline_;
+
+  Sink stdout_{1};
+  Sink stderr_{2};
+  std::vector<Rank> ranks_;
+
+  Reason reason_ = Reason::kNone;
+  int exit_code_ = 0;
+  std::optional<Clock::time_point> kill_deadline_;
+  bool killed_ = false;
+  std::optional<Clock::time_point> drain_deadline_;
+  bool local_done_ = false;
+  bool waiting_done_ = false;  // node 0: done waiting for the other nodes
+  ClusterState cluster_state_;
+  std::optional<Clock::time_point> linger_deadline_;
+};
+
+}  // namespace gang::launcher
