@@ -1,0 +1,62 @@
+// Command overhead times a blocking 8-byte all-reduce (one float64, Sum)
+// through the Go binding. Run it on 2 ranks (see bindings/bench_overhead.sh);
+// rank 0 prints the mean time per call in microseconds. With GANG_BENCH_FAKE
+// set it times a fake gang of 2 instead (one process, no traffic): the cost
+// of the call itself.
+//
+//	overhead [iterations [warmup]]
+package main
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"time"
+
+	"gang"
+)
+
+func main() {
+	iters, warmup := arg(1, 2000), arg(2, 200)
+	var g *gang.Gang
+	var err error
+	if os.Getenv("GANG_BENCH_FAKE") != "" {
+		g, err = gang.Fake(0, 2)
+	} else {
+		g, err = gang.New(gang.Options{})
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	defer g.Close()
+	x := []float64{1}
+	for i := 0; i < warmup; i++ {
+		must(gang.AllReduce(g, x, gang.Sum))
+	}
+	must(g.Barrier())
+	start := time.Now()
+	for i := 0; i < iters; i++ {
+		must(gang.AllReduce(g, x, gang.Sum))
+	}
+	elapsed := time.Since(start)
+	if g.Rank() == 0 {
+		fmt.Printf("go %d calls: %.3f us/call\n", iters, float64(elapsed.Nanoseconds())/1e3/float64(iters))
+	}
+}
+
+func arg(i, def int) int {
+	if len(os.Args) > i {
+		if n, err := strconv.Atoi(os.Args[i]); err == nil {
+			return n
+		}
+	}
+	return def
+}
+
+func must(err error) {
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+}

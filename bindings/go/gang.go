@@ -1,0 +1,337 @@
+package gang
+
+import (
+	"fmt"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	"gang/internal/capi"
+)
+
+// call runs one C call with the goroutine locked to its OS thread and, if
+// it failed, reads the library's message for it on that same thread (the
+// message is per thread, and goroutines move between threads).
+func call(f func() int) error {
+	runtime.LockOSThread()
+	status := f()
+	var err error
+	if status < 0 {
+		err = &Error{Status: Status(status), Msg: capi.Gang_last_error()}
+	}
+	runtime.UnlockOSThread()
+	return err
+}
+
+// Options configure New. The zero value creates the gang the launcher's
+// environment describes.
+type Options struct {
+	// Backend is "" or "auto" (Gloo on CPU), "gloo", "fake" or a plugin's
+	// name.
+	Backend string
+	// Device is "" or "cpu", "cuda" or "cuda:N".
+	Device string
+	// Rank and Size place this process; Size 0 reads both from the
+	// environment (GANG_RANK/GANG_SIZE, torchrun, SLURM, Open MPI, PMI).
+	Rank, Size int
+	// InitMethod is "tcp://host:port" (rank 0 serves the store there),
+	// "file:///dir" or "memory://name"; "" reads GANG_INIT_METHOD.
+	InitMethod string
+	// Timeout bounds every operation; 0 means GANG_TIMEOUT_MS, else 10 min.
+	Timeout time.Duration
+	// Name is shown in logs and errors; "" means "root".
+	Name string
+	// Debug checks that every rank issues the same operations
+	// (ErrMismatch otherwise); false leaves it to GANG_DEBUG.
+	Debug bool
+}
+
+// Gang is a group of processes that run collectives together. Its methods
+// and the collectives may be called from any goroutine, but every rank
+// must issue the same operations on it in the same order. Close it when
+// done; a finalizer closes a forgotten one, as a safety net only.
+type Gang struct {
+	h     capi.GangHandle
+	owner *Gangs // non-nil for the gangs of a Gangs: it frees them
+	rank  int
+	size  int
+}
+
+// newGang wraps a handle; owner is the Gangs it belongs to, or nil if the
+// Gang owns it.
+func newGang(handle uintptr, owner *Gangs) *Gang {
+	h := capi.SwigcptrGangHandle(handle)
+	g := &Gang{h: h, owner: owner, rank: capi.Gang_rank(h), size: capi.Gang_size(h)}
+	if owner == nil {
+		runtime.SetFinalizer(g, (*Gang).Close)
+	}
+	return g
+}
+
+// New creates the root gang. It is collective: every rank calls it with
+// the same size, backend, name and rendezvous, and it returns once all
+// have joined or the timeout passed.
+func New(opts Options) (*Gang, error) {
+	deviceType, deviceIndex, err := parseDevice(opts.Device)
+	if err != nil {
+		return nil, err
+	}
+	rank, size := -1, -1
+	if opts.Size > 0 {
+		rank, size = opts.Rank, opts.Size
+	}
+	debug := 0
+	if opts.Debug {
+		debug = 1
+	}
+	var handle uintptr
+	err = call(func() int {
+		return capi.Gang_bind_create(opts.Backend, deviceType, deviceIndex, rank, size,
+			opts.InitMethod, opts.Timeout.Milliseconds(), opts.Name, debug, &handle)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return newGang(handle, nil), nil
+}
+
+// Fake returns a gang in which this process stands in for rank `rank` of
+// `size` ranks that all hold its data, without traffic: AllReduce with Sum
+// gives x*size, Avg/Min/Max give x, gathers repeat the input, Broadcast and
+// Barrier do nothing; Send, Recv and Split are ErrUnsupported.
+func Fake(rank, size int) (*Gang, error) {
+	var handle uintptr
+	if err := call(func() int { return capi.Gang_create_fake(rank, size, &handle) }); err != nil {
+		return nil, err
+	}
+	return newGang(handle, nil), nil
+}
+
+func parseDevice(device string) (kind, index int, err error) {
+	name, num, hasNum := strings.Cut(device, ":")
+	switch name {
+	case "", "cpu":
+		kind = 0
+	case "cuda":
+		kind = 1
+	default:
+		return 0, 0, invalid(fmt.Sprintf("device %q: want \"cpu\", \"cuda\" or \"cuda:N\"", device))
+	}
+	index = -1
+	if hasNum {
+		if index, err = strconv.Atoi(num); err != nil || index < 0 {
+			return 0, 0, invalid(fmt.Sprintf("device %q: bad device index", device))
+		}
+	}
+	return kind, index, nil
+}
+
+// handle returns the C handle, or an error for a closed gang.
+func (g *Gang) handle() (capi.GangHandle, error) {
+	if g == nil || g.h == nil {
+		return nil, invalid("use of a closed or nil Gang")
+	}
+	return g.h, nil
+}
+
+// Close frees the gang. It is local and bounded: it waits at most the
+// gang's timeout for this rank's operations in flight and aborts the
+// rest. Gangs split from it stay valid. Closing twice is a no-op; the
+// gangs of a Gangs are closed by Gangs.Close. Close must not race with
+// other calls on g.
+func (g *Gang) Close() error {
+	if g == nil || g.h == nil || g.owner != nil {
+		return nil
+	}
+	h := g.h
+	g.h = nil
+	runtime.SetFinalizer(g, nil)
+	return call(func() int { return capi.Gang_destroy(h) })
+}
+
+// Abort fails every operation in flight and later on this gang with
+// ErrAborted, at once; peers see ErrPeerLost. The gang must still be closed.
+func (g *Gang) Abort() error {
+	h, err := g.handle()
+	if err != nil {
+		return err
+	}
+	err = call(func() int { return capi.Gang_abort(h) })
+	runtime.KeepAlive(g)
+	return err
+}
+
+// Rank is this process's rank in the gang.
+func (g *Gang) Rank() int { return g.rank }
+
+// Size is the number of ranks.
+func (g *Gang) Size() int { return g.size }
+
+// Name is the gang's name ("root", "root/split1.0", ...).
+func (g *Gang) Name() string {
+	h, err := g.handle()
+	if err != nil {
+		return ""
+	}
+	defer runtime.KeepAlive(g)
+	return capi.Gang_name(h)
+}
+
+// Backend is the backend's name ("gloo", "fake").
+func (g *Gang) Backend() string {
+	h, err := g.handle()
+	if err != nil {
+		return ""
+	}
+	defer runtime.KeepAlive(g)
+	return capi.Gang_backend_name(h)
+}
+
+// Ranks lists each member's rank in the root gang (the one New or Fake
+// made), in this gang's rank order.
+func (g *Gang) Ranks() []int {
+	h, err := g.handle()
+	if err != nil {
+		return nil
+	}
+	defer runtime.KeepAlive(g)
+	ranks := make([]int, g.size)
+	for r := range ranks {
+		ranks[r] = capi.Gang_root_rank(h, r)
+	}
+	return ranks
+}
+
+// Timeout is the time each operation may take, counted from its issue.
+func (g *Gang) Timeout() time.Duration {
+	h, err := g.handle()
+	if err != nil {
+		return 0
+	}
+	defer runtime.KeepAlive(g)
+	return time.Duration(capi.Gang_get_timeout(h)) * time.Millisecond
+}
+
+// SetTimeout sets the timeout of operations issued afterwards.
+func (g *Gang) SetTimeout(d time.Duration) error {
+	h, err := g.handle()
+	if err != nil {
+		return err
+	}
+	err = call(func() int { return capi.Gang_set_timeout(h, d.Milliseconds()) })
+	runtime.KeepAlive(g)
+	return err
+}
+
+func (g *Gang) String() string {
+	if g == nil || g.h == nil {
+		return "gang.Gang(closed)"
+	}
+	return fmt.Sprintf("gang.Gang(%q rank=%d size=%d backend=%s)", g.Name(), g.rank, g.size, g.Backend())
+}
+
+// ColorNone is the Split color of ranks that join no new gang.
+const ColorNone = -1
+
+// Split partitions the gang like MPI_Comm_split: ranks passing the same
+// color (>= 0) form a new gang, ordered by key, ties by rank. Collective
+// over g. Ranks passing ColorNone get a nil *Gang.
+func (g *Gang) Split(color, key int) (*Gang, error) {
+	h, err := g.handle()
+	if err != nil {
+		return nil, err
+	}
+	var handle uintptr
+	err = call(func() int { return capi.Gang_split(h, color, key, &handle) })
+	runtime.KeepAlive(g)
+	if err != nil || handle == 0 {
+		return nil, err
+	}
+	return newGang(handle, nil), nil
+}
+
+// Subgang creates a gang of the listed ranks of g, whose rank i is
+// ranks[i]. Collective over g: every rank passes the same list. Ranks not
+// listed get a nil *Gang.
+func (g *Gang) Subgang(ranks []int) (*Gang, error) {
+	h, err := g.handle()
+	if err != nil {
+		return nil, err
+	}
+	if len(ranks) == 0 {
+		return nil, invalid("Subgang: no ranks")
+	}
+	cranks := make([]int32, len(ranks))
+	for i, r := range ranks {
+		cranks[i] = int32(r)
+	}
+	var handle uintptr
+	err = call(func() int { return capi.Gang_create_subgang(h, &cranks[0], len(cranks), &handle) })
+	runtime.KeepAlive(g)
+	if err != nil || handle == 0 {
+		return nil, err
+	}
+	return newGang(handle, nil), nil
+}
+
+// Barrier returns once every rank has entered it.
+func (g *Gang) Barrier() error {
+	h, err := g.handle()
+	if err != nil {
+		return err
+	}
+	err = call(func() int { return capi.Gang_barrier(h, nil) })
+	runtime.KeepAlive(g)
+	return err
+}
+
+// Group issues the operations f makes on g together, so that both sides
+// of an exchange can Send before they Recv, and waits for all of them. f
+// runs on the calling goroutine, which stays on one OS thread throughout:
+// it must not hand operations on g to other goroutines.
+func (g *Gang) Group(f func() error) error {
+	h, err := g.handle()
+	if err != nil {
+		return err
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if err := call(func() int { return capi.Gang_group_start(h) }); err != nil {
+		return err
+	}
+	ferr := f()
+	err = call(func() int { return capi.Gang_group_end(h, nil) })
+	runtime.KeepAlive(g)
+	if ferr != nil {
+		return ferr
+	}
+	return err
+}
+
+// BroadcastFlag returns root's flag on every rank.
+func (g *Gang) BroadcastFlag(flag bool, root int) (bool, error) {
+	h, err := g.handle()
+	if err != nil {
+		return false, err
+	}
+	in, out := int32(0), int32(0)
+	if flag {
+		in = 1
+	}
+	err = call(func() int { return capi.Gang_broadcast_flag(h, int(in), root, &out) })
+	runtime.KeepAlive(g)
+	return out != 0, err
+}
+
+// AllSum returns the sum of every rank's value, the same on every rank.
+func (g *Gang) AllSum(value float64) (float64, error) {
+	h, err := g.handle()
+	if err != nil {
+		return 0, err
+	}
+	var out float64
+	err = call(func() int { return capi.Gang_all_sum(h, value, &out) })
+	runtime.KeepAlive(g)
+	return out, err
+}

@@ -1,0 +1,3 @@
+module gang
+
+go 1.19

@@ -1,0 +1,76 @@
+"""gang: process groups ("gangs") and collectives for distributed training.
+
+A gang is a set of processes, each with a rank in [0, size), that run
+collectives together. Launch N processes (gangrun, torchrun, SLURM, mpirun,
+or by hand with GANG_RANK, GANG_SIZE and GANG_INIT_METHOD) and::
+
+    import numpy as np
+    import gang
+
+    with gang.create() as g:                       # rank/size from the env
+        grad = np.ones(4, dtype=np.float32)
+        g.all_reduce(grad, gang.ReduceOperation.MEAN)
+        config = g.broadcast_object({"lr": 0.1})   # rank 0's object
+
+Collectives take numpy arrays or any C-contiguous buffer, block while
+releasing the GIL (or return a Work with ``async_op=True``) and raise
+:class:`GangError` subclasses. :func:`split_parallel` builds tensor, pipeline,
+data, ... parallel gangs; :class:`FakeGang` stands in for a rank without
+processes.
+
+This package wraps the C library libgang through SWIG (``gang.capi``, one
+function per C call).
+"""
+
+from . import capi
+from ._buffers import DType
+from ._gang import FakeGang, Gang, ReduceOperation, Work, create, detect_env
+from .errors import (
+    GangAbortedError,
+    GangError,
+    GangInvalidArgumentError,
+    GangMismatchError,
+    GangPeerLostError,
+    GangStoreError,
+    GangTimeoutError,
+    GangUnavailableError,
+)
+from .topology import (
+    Axis,
+    Gangs,
+    create_fsdp_gangs,
+    create_parallel_gangs,
+    layout,
+    split_parallel,
+)
+from .utils import all_gather_list, all_reduce_dict, all_sum, broadcast_flag
+
+__version__ = capi.gang_version_string()
+
+__all__ = [
+    "Axis",
+    "DType",
+    "FakeGang",
+    "Gang",
+    "Gangs",
+    "GangAbortedError",
+    "GangError",
+    "GangInvalidArgumentError",
+    "GangMismatchError",
+    "GangPeerLostError",
+    "GangStoreError",
+    "GangTimeoutError",
+    "GangUnavailableError",
+    "ReduceOperation",
+    "Work",
+    "all_gather_list",
+    "all_reduce_dict",
+    "all_sum",
+    "broadcast_flag",
+    "create",
+    "create_fsdp_gangs",
+    "create_parallel_gangs",
+    "detect_env",
+    "layout",
+    "split_parallel",
+]

@@ -1,0 +1,589 @@
+"""Gang: a group of processes and the collectives they run together."""
+
+import array
+import contextlib
+import datetime
+import enum
+import pickle
+
+from . import capi
+from . import errors  # importing it registers the exception classes with capi
+from ._buffers import DType, _np, as_dtype, new_like, rows, shape_of, view
+
+__all__ = ["Gang", "FakeGang", "ReduceOperation", "Work", "create", "detect_env"]
+
+
+class ReduceOperation(enum.IntEnum):
+    """Reductions (gang_op_t). MEAN is also spelled AVG."""
+
+    SUM = capi.GANG_SUM
+    MEAN = capi.GANG_AVG
+    PRODUCT = capi.GANG_PROD
+    MIN = capi.GANG_MIN
+    MAX = capi.GANG_MAX
+    AVG = capi.GANG_AVG
+
+
+def _milliseconds(timeout) -> int:
+    """Seconds (int, float or timedelta) as milliseconds; None is 0 (default)."""
+    if timeout is None:
+        return 0
+    if isinstance(timeout, datetime.timedelta):
+        timeout = timeout.total_seconds()
+    return max(1, int(timeout * 1000))
+
+
+class Work:
+    """An operation issued with ``async_op=True``.
+
+    The buffers the operation reads and writes are borrowed until it
+    completes: the Work keeps them alive (and, for numpy arrays, unresizable)
+    until then. Dropping a Work waits for its operation.
+    """
+
+    __slots__ = ("_handle", "_result", "_keep")
+
+    def __init__(self, handle, result, keep):
+        self._handle = handle
+        self._result = result
+        self._keep = keep
+
+    def wait(self, timeout=None) -> bool:
+        """Waits for the operation; True once it has completed.
+
+        With a timeout (seconds), returns False if it is still running
+        then. Raises the operation's GangError if it failed.
+        """
+        handle = self._handle
+        if handle is None:
+            return True
+        ms = -1 if timeout is None else max(0, int(timeout * 1000))
+        try:
+            done = capi.gang_work_wait(handle, ms)
+        except errors.GangError:
+            self._keep = None
+            raise
+        if done:
+            self._keep = None
+        return done
+
+    def __del__(self):
+        # Destroying the handle waits for the operation; only then may the
+        # buffers in _keep go.
+        self._handle = None
+
+    def is_completed(self) -> bool:
+        """True once the operation has ended, successfully or not (wait()
+        raises its error); never blocks."""
+        handle = self._handle
+        return handle is None or capi.gang_work_test(handle) != capi.GANG_IN_PROGRESS
+
+    def result(self):
+        """Waits for the operation and returns its output buffer."""
+        self.wait()
+        return self._result
+
+    def __repr__(self):
+        return f"<gang.Work completed={self.is_completed()}>"
+
+
+def _done(work, output, *keep):
+    """The result of a collective: output, or a Work while it is in flight."""
+    return output if work is None else Work(work, output, keep)
+
+
+def _rows_shape(obj, nrows: int, per_row: int) -> tuple:
+    """The shape of a buffer of nrows rows like obj's."""
+    if _np is not None and isinstance(obj, _np.ndarray) and obj.ndim > 1:
+        return (nrows,) + obj.shape[1:]
+    return (nrows * per_row,)
+
+
+def _check_dtypes(what: str, a: DType, b: DType) -> None:
+    if a is not b:
+        raise TypeError(f"{what}: dtype {b.name.lower()} differs from x's {a.name.lower()}")
+
+
+def _check_count(what: str, have: int, want: int) -> None:
+    if have != want:
+        raise ValueError(f"{what} has {have} elements, the operation needs {want}")
+
+
+class Gang:
+    """A group of processes, each with a rank in [0, size), that run
+    collectives together. Made by :func:`create`, :class:`FakeGang`,
+    :meth:`split` and :meth:`create_gang`.
+
+    Collectives take any C-contiguous buffer (numpy arrays, bytearray,
+    array.array, memoryview); the dtype comes from the buffer's format, or
+    from ``dtype=`` for bfloat16 (uint16 views). Every rank of the gang must
+    issue the same operations in the same order. They block, releasing the
+    GIL, unless ``async_op=True``, which returns a :class:`Work`.
+
+    A gang is a context manager; :meth:`close` frees it (and garbage
+    collection does, as a safety net).
+    """
+
+    def __init__(self, handle, *, owner=None):
+        """Wraps a capi.GangHandle; `owner`, if given, owns it (a Gangs)."""
+        self._h = handle  # deleted by close(); see __getattr__
+        self._owner = owner
+        self._rank = capi.gang_rank(handle)
+        self._size = capi.gang_size(handle)
+        self._ranks = None
+
+    # ---- identity -------------------------------------------------------
+
+    def __getattr__(self, name):
+        # Only reached for attributes that are missing: _h once closed.
+        if name == "_h":
+            raise ValueError("operation on a closed gang")
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    def _detach(self):
+        """Forgets the handle (closed); returns it, or None if it was."""
+        return self.__dict__.pop("_h", None)
+
+    @property
+    def closed(self) -> bool:
+        """Whether close() was called (or the owning Gangs closed)."""
+        return "_h" not in self.__dict__
+
+    @property
+    def rank(self) -> int:
+        """This process's rank in the gang."""
+        return self._rank
+
+    @property
+    def size(self) -> int:
+        """The number of ranks."""
+        return self._size
+
+    @property
+    def name(self) -> str:
+        """The gang's name ("root", "root/split1.0", ...)."""
+        return capi.gang_name(self._h)
+
+    @property
+    def backend(self) -> str:
+        """The backend's name ("gloo", "fake")."""
+        return capi.gang_backend_name(self._h)
+
+    @property
+    def device(self) -> str:
+        """Where the gang's buffers live: "cpu" or "cuda:N"."""
+        if capi.gang_device_type(self._h) == capi.GANG_DEVICE_CPU:
+            return "cpu"
+        return f"cuda:{capi.gang_device_index(self._h)}"
+
+    @property
+    def timeout(self) -> float:
+        """The timeout of each operation, in seconds; settable."""
+        return capi.gang_get_timeout(self._h) / 1000.0
+
+    @timeout.setter
+    def timeout(self, seconds) -> None:
+        capi.gang_set_timeout(self._h, _milliseconds(seconds))
+
+    @property
+    def ranks(self) -> list:
+        """Each member's rank in the root gang (the one create() made)."""
+        if self._ranks is None:
+            h = self._h
+            self._ranks = [capi.gang_root_rank(h, r) for r in range(self._size)]
+        return self._ranks
+
+    # vLLM's GroupCoordinator names; ranks are root-gang ranks.
+    @property
+    def first_rank(self) -> int:
+        return self.ranks[0]
+
+    @property
+    def last_rank(self) -> int:
+        return self.ranks[-1]
+
+    @property
+    def next_rank(self) -> int:
+        return self.ranks[(self._rank + 1) % self._size]
+
+    @property
+    def prev_rank(self) -> int:
+        return self.ranks[(self._rank - 1) % self._size]
+
+    @property
+    def is_first_rank(self) -> bool:
+        return self._rank == 0
+
+    @property
+    def is_last_rank(self) -> bool:
+        return self._rank == self._size - 1
+
+    def supports(self, op, dtype) -> bool:
+        """Whether the backend can reduce `dtype` with `op` (no traffic)."""
+        return bool(capi.gang_supports(self._h, op, as_dtype(dtype)))
+
+    def __repr__(self):
+        if self.closed:
+            return "<gang.Gang closed>"
+        return (f"<gang.Gang {self.name!r} rank={self._rank} size={self._size} "
+                f"backend={self.backend!r}>")
+
+    # ---- lifetime -------------------------------------------------------
+
+    def close(self) -> None:
+        """Frees the gang: local and bounded (waits at most the timeout for
+        this rank's operations in flight, aborts the rest). Idempotent. The
+        gangs of a Gangs are closed by Gangs.close(), not here."""
+        if self._owner is not None:
+            return
+        handle = self._detach()
+        if handle is not None:
+            handle.thisown = False
+            capi.gang_destroy(handle)
+
+    def abort(self) -> None:
+        """Fails every operation in flight and later on this gang with
+        GangAbortedError, at once; peers see GangPeerLostError."""
+        capi.gang_abort(self._h)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info):
+        self.close()
+
+    # ---- sub-gangs ------------------------------------------------------
+
+    def create_gang(self, ranks):
+        """A gang of the listed ranks of this gang (collective over this
+        gang; every rank passes the same list). None on non-members."""
+        handle = capi.gang_create_subgang(self._h, list(ranks))
+        return None if handle is None else Gang(handle)
+
+    def split(self, color, key=None):
+        """Ranks with the same color form a gang, ordered by key (default:
+        this rank). Collective; color None joins no gang and gives None."""
+        color = capi.GANG_COLOR_NONE if color is None else color
+        handle = capi.gang_split(self._h, color, self._rank if key is None else key)
+        return None if handle is None else Gang(handle)
+
+    # ---- collectives ----------------------------------------------------
+
+    def all_reduce(self, x, op=ReduceOperation.SUM, *, dtype=None, async_op=False):
+        """Reduces x over every rank, in place; returns x."""
+        mv, dt, n = view(x, writable=True, dtype=dtype)
+        return _done(capi.gang_all_reduce(self._h, mv, mv, n, dt, op, async_op), x, mv)
+
+    def reduce(self, x, op=ReduceOperation.SUM, dst=0, *, dtype=None, async_op=False):
+        """Reduces x over every rank into x at rank dst (other ranks' x is
+        left alone); returns x."""
+        at_dst = self._rank == dst
+        mv, dt, n = view(x, writable=at_dst, dtype=dtype)
+        work = capi.gang_reduce(self._h, mv, mv if at_dst else None, n, dt, op, dst, async_op)
+        return _done(work, x, mv)
+
+    def broadcast(self, x, source_rank=0, *, dtype=None, async_op=False):
+        """Copies source_rank's x into every rank's x; returns x."""
+        mv, dt, n = view(x, writable=True, dtype=dtype)
+        return _done(capi.gang_broadcast(self._h, mv, n, dt, source_rank, async_op), x, mv)
+
+    def all_gather(self, out, x, *, dtype=None, async_op=False):
+        """out (size times x's elements) = every rank's x in rank order;
+        returns out."""
+        xv, dt, n = view(x, dtype=dtype)
+        ov, odt, m = view(out, writable=True, dtype=dtype, what="out")
+        _check_dtypes("out", dt, odt)
+        _check_count("out", m, n * self._size)
+        return _done(capi.gang_all_gather(self._h, xv, ov, n, dt, async_op), out, xv, ov)
+
+    def all_gather_to_list(self, x, *, dtype=None) -> list:
+        """Every rank's x, in rank order, as a list of new buffers."""
+        xv, _, n = view(x, dtype=dtype)
+        out = new_like(x, xv, (self._size,) + shape_of(xv))
+        self.all_gather(out, x, dtype=dtype)
+        if _np is not None and isinstance(out, _np.ndarray):
+            return [out[r, ...] for r in range(self._size)]
+        return [out[r * n:(r + 1) * n] for r in range(self._size)]
+
+    def _gather_rows(self, nrows: int) -> list:
+        counts = array.array("q", [nrows])
+        gathered = array.array("q", bytes(8 * self._size))
+        self.all_gather(gathered, counts)
+        return list(gathered)
+
+    def all_gatherv(self, x, sizes=None, *, out=None, dtype=None, async_op=False):
+        """Every rank's x concatenated along the first dimension, ranks
+        contributing different numbers of rows (sizes[r] rows from rank r;
+        learned with one extra all-gather when None). Returns out."""
+        xv, dt, _ = view(x, dtype=dtype)
+        nrows, per_row = rows(x, xv)
+        sizes = self._gather_rows(nrows) if sizes is None else list(sizes)
+        if len(sizes) != self._size or sizes[self._rank] != nrows:
+            raise ValueError(f"sizes {sizes} must list {self._size} row counts, "
+                             f"this rank's being {nrows}")
+        if out is None:
+            out = new_like(x, xv, _rows_shape(x, sum(sizes), per_row))
+        ov, odt, m = view(out, writable=True, dtype=dtype, what="out")
+        _check_dtypes("out", dt, odt)
+        counts = [s * per_row for s in sizes]
+        _check_count("out", m, sum(counts))
+        work = capi.gang_all_gatherv(self._h, xv, counts[self._rank], ov, counts, dt, async_op)
+        return _done(work, out, xv, ov)
+
+    def gather(self, x, dst=0, *, out=None, dtype=None, async_op=False):
+        """At rank dst, every rank's x stacked in rank order (returned);
+        None on the other ranks."""
+        xv, dt, n = view(x, dtype=dtype)
+        ov = None
+        if self._rank == dst:
+            if out is None:
+                out = new_like(x, xv, (self._size,) + shape_of(xv))
+            ov, odt, m = view(out, writable=True, dtype=dtype, what="out")
+            _check_dtypes("out", dt, odt)
+            _check_count("out", m, n * self._size)
+        else:
+            out = None
+        work = capi.gang_gather(self._h, xv, ov, n, dt, dst, async_op)
+        return _done(work, out, xv, ov)
+
+    def scatter(self, out, x=None, src=0, *, dtype=None, async_op=False):
+        """Rank r's out = chunk r of x at rank src (size chunks of out's
+        elements; x is ignored elsewhere). Returns out."""
+        ov, dt, n = view(out, writable=True, dtype=dtype, what="out")
+        xv = None
+        if self._rank == src:
+            xv, xdt, m = view(x, dtype=dtype)
+            _check_dtypes("x", dt, xdt)
+            _check_count("x", m, n * self._size)
+        return _done(capi.gang_scatter(self._h, xv, ov, n, dt, src, async_op), out, xv, ov)
+
+    def reduce_scatter(self, x, op=ReduceOperation.SUM, *, out=None, dtype=None,
+                       async_op=False):
+        """Reduces x over every rank and gives rank r chunk r (x's first
+        dimension split in size equal parts). Returns out."""
+        xv, dt, _ = view(x, dtype=dtype)
+        nrows, per_row = rows(x, xv)
+        if nrows % self._size:
+            raise ValueError(f"x has {nrows} rows, not a multiple of the gang size {self._size}")
+        chunk = nrows // self._size
+        if out is None:
+            out = new_like(x, xv, _rows_shape(x, chunk, per_row))
+        ov, odt, m = view(out, writable=True, dtype=dtype, what="out")
+        _check_dtypes("out", dt, odt)
+        _check_count("out", m, chunk * per_row)
+        work = capi.gang_reduce_scatter(self._h, xv, ov, chunk * per_row, dt, op, async_op)
+        return _done(work, out, xv, ov)
+
+    def reduce_scatterv(self, x, sizes, op=ReduceOperation.SUM, *, out=None, dtype=None,
+                        async_op=False):
+        """Like reduce_scatter with chunk r of sizes[r] rows. Returns out."""
+        xv, dt, _ = view(x, dtype=dtype)
+        nrows, per_row = rows(x, xv)
+        sizes = list(sizes)
+        if len(sizes) != self._size or sum(sizes) != nrows:
+            raise ValueError(f"sizes {sizes} must list {self._size} row counts adding up "
+                             f"to x's {nrows} rows")
+        if out is None:
+            out = new_like(x, xv, _rows_shape(x, sizes[self._rank], per_row))
+        ov, odt, m = view(out, writable=True, dtype=dtype, what="out")
+        _check_dtypes("out", dt, odt)
+        counts = [s * per_row for s in sizes]
+        _check_count("out", m, counts[self._rank])
+        work = capi.gang_reduce_scatterv(self._h, xv, ov, counts, dt, op, async_op)
+        return _done(work, out, xv, ov)
+
+    def all_to_all(self, out, x, *, dtype=None, async_op=False):
+        """Chunk p of x (size equal chunks) goes to rank p, arriving as
+        chunk `rank` of its out. Returns out."""
+        xv, dt, n = view(x, dtype=dtype)
+        ov, odt, m = view(out, writable=True, dtype=dtype, what="out")
+        _check_dtypes("out", dt, odt)
+        if n % self._size:
+            raise ValueError(f"x has {n} elements, not a multiple of the gang size {self._size}")
+        _check_count("out", m, n)
+        work = capi.gang_all_to_all(self._h, xv, ov, n // self._size, dt, async_op)
+        return _done(work, out, xv, ov)
+
+    def all_to_allv(self, x, send_sizes, recv_sizes, *, out=None, dtype=None,
+                    async_op=False):
+        """send_sizes[p] rows of x go to rank p; recv_sizes[p] rows arrive
+        from rank p, packed in rank order into out (returned)."""
+        xv, dt, _ = view(x, dtype=dtype)
+        nrows, per_row = rows(x, xv)
+        send_sizes, recv_sizes = list(send_sizes), list(recv_sizes)
+        if len(send_sizes) != self._size or len(recv_sizes) != self._size:
+            raise ValueError(f"send_sizes and recv_sizes must have {self._size} entries")
+        if sum(send_sizes) != nrows:
+            raise ValueError(f"send_sizes add up to {sum(send_sizes)} rows, x has {nrows}")
+        if out is None:
+            out = new_like(x, xv, _rows_shape(x, sum(recv_sizes), per_row))
+        ov, odt, m = view(out, writable=True, dtype=dtype, what="out")
+        _check_dtypes("out", dt, odt)
+        _check_count("out", m, sum(recv_sizes) * per_row)
+        work = capi.gang_all_to_allv(self._h, xv, [s * per_row for s in send_sizes], ov,
+                                     [s * per_row for s in recv_sizes], dt, async_op)
+        return _done(work, out, xv, ov)
+
+    def send(self, x, dst=None, tag=0, *, dtype=None, async_op=False):
+        """Sends x to rank dst (default: the next rank) with a tag."""
+        mv, dt, n = view(x, dtype=dtype)
+        dst = (self._rank + 1) % self._size if dst is None else dst
+        return _done(capi.gang_send(self._h, mv, n, dt, dst, tag, async_op), None, mv)
+
+    def recv(self, out, src=None, tag=0, *, dtype=None, async_op=False):
+        """Receives into out from rank src (default: the previous rank);
+        out's size and dtype must equal the sender's. Returns out."""
+        mv, dt, n = view(out, writable=True, dtype=dtype, what="out")
+        src = (self._rank - 1) % self._size if src is None else src
+        return _done(capi.gang_recv(self._h, mv, n, dt, src, tag, async_op), out, mv)
+
+    @contextlib.contextmanager
+    def group(self):
+        """Issues the operations of a with-block together, so that both
+        sides of an exchange can send before they receive; waits for all of
+        them when the block ends. They take no async_op. Groups do not nest
+        and belong to the thread that opens them::
+
+            with g.group():
+                g.send(mine, dst=peer)
+                g.recv(theirs, src=peer)
+        """
+        handle = self._h
+        capi.gang_group_start(handle)
+        try:
+            yield self
+        except BaseException:
+            with contextlib.suppress(errors.GangError):
+                capi.gang_group_end(handle, False)
+            raise
+        capi.gang_group_end(handle, False)
+
+    def barrier(self, *, async_op=False):
+        """Returns once every rank has entered the barrier."""
+        return _done(capi.gang_barrier(self._h, async_op), None)
+
+    # ---- helpers from training code --------------------------------------
+
+    def broadcast_flag(self, flag, source_rank=0) -> bool:
+        """source_rank's flag, on every rank."""
+        return capi.gang_broadcast_flag(self._h, 1 if flag else 0, source_rank)
+
+    def all_sum(self, value) -> float:
+        """The sum of every rank's value, the same on every rank."""
+        return capi.gang_all_sum(self._h, float(value))
+
+    # ---- Python objects (pickled; peers are trusted) ---------------------
+
+    def broadcast_objects(self, objects: list, source_rank=0) -> None:
+        """Replaces the contents of `objects` with source_rank's, in place."""
+        data = pickle.dumps(list(objects)) if self._rank == source_rank else b""
+        received = capi.gang_broadcast_bytes(self._h, data, source_rank)
+        if self._rank != source_rank:
+            objects[:] = pickle.loads(received)
+
+    def broadcast_object(self, obj=None, src=0):
+        """src's obj, on every rank."""
+        data = pickle.dumps(obj) if self._rank == src else b""
+        received = capi.gang_broadcast_bytes(self._h, data, src)
+        return obj if self._rank == src else pickle.loads(received)
+
+    def all_gather_object(self, obj) -> list:
+        """Every rank's obj, in rank order."""
+        gathered = capi.gang_all_gather_bytes(self._h, pickle.dumps(obj), self._size)
+        return [pickle.loads(data) for data in gathered]
+
+    def send_object(self, obj, dst, tag=0) -> None:
+        """Sends a picklable object to rank dst."""
+        capi.gang_send_bytes(self._h, pickle.dumps(obj), dst, tag)
+
+    def recv_object(self, src, tag=0):
+        """Receives the object rank src sent with send_object."""
+        return pickle.loads(capi.gang_recv_bytes(self._h, src, tag))
+
+    def broadcast_tensor_dict(self, tensor_dict=None, src=0) -> dict:
+        """src's dict on every rank: numpy arrays travel as raw buffers
+        (any dtype), other values pickled with the metadata."""
+        if self._rank == src:
+            metadata, arrays = [], []
+            for key, value in tensor_dict.items():
+                if _np is not None and isinstance(value, _np.ndarray):
+                    a = _np.ascontiguousarray(value)
+                    if not a.flags.writeable:
+                        a = a.copy()
+                    metadata.append((key, True, (a.dtype.str, a.shape)))
+                    arrays.append(a)
+                else:
+                    metadata.append((key, False, value))
+            self.broadcast_object(metadata, src)
+            for a in arrays:
+                self.broadcast(a.reshape(-1).view(_np.uint8), src)
+            return tensor_dict
+        result = {}
+        for key, is_array, value in self.broadcast_object(None, src):
+            if is_array:
+                a = _np.empty(value[1], dtype=_np.dtype(value[0]))
+                self.broadcast(a.reshape(-1).view(_np.uint8), src)
+                value = a
+            result[key] = value
+        return result
+
+
+class FakeGang(Gang):
+    """One process standing in for rank `rank` of a `size`-rank gang in
+    which every rank holds this rank's data: no traffic. all_reduce SUM
+    gives x*size, MEAN/MIN/MAX give x, gathers repeat x, broadcast and
+    barrier do nothing; send/recv and split are unsupported."""
+
+    def __init__(self, rank: int = 0, size: int = 1):
+        super().__init__(capi.gang_create_fake(rank, size))
+
+
+def _parse_device(device) -> tuple:
+    """"cpu", "cuda", "cuda:N" -> (gang_device_type_t, index)."""
+    text = str(device)
+    kind, _, index = text.partition(":")
+    types = {"cpu": capi.GANG_DEVICE_CPU, "cuda": capi.GANG_DEVICE_CUDA}
+    if kind not in types or (index and not index.isdigit()):
+        raise ValueError(f"device {text!r}: expected 'cpu', 'cuda' or 'cuda:N'")
+    return types[kind], int(index) if index else -1
+
+
+def create(backend="auto", device="cpu", rank=None, size=None, init_method=None,
+           timeout=None, name=None, debug=False) -> Gang:
+    """Creates the root gang; collective over all `size` ranks.
+
+    Args:
+        backend: "auto" (Gloo on CPU), "gloo", "fake" or a plugin's name.
+        device: "cpu", "cuda" or "cuda:N".
+        rank, size: this process's rank and the number of ranks; None reads
+            them from the launcher's environment (GANG_RANK/GANG_SIZE,
+            torchrun, SLURM, Open MPI, PMI).
+        init_method: "tcp://host:port" (rank 0 serves the store there),
+            "file:///dir" or "memory://name"; None: GANG_INIT_METHOD.
+        timeout: seconds (or a timedelta) bounding every operation; None:
+            GANG_TIMEOUT_MS, else 600 s.
+        name: shown in logs and errors; default "root".
+        debug: True checks that every rank issues the same operations
+            (GangMismatchError otherwise); False leaves it to GANG_DEBUG.
+    """
+    device_type, device_index = _parse_device(device)
+    handle = capi.gang_bind_create(
+        None if backend in (None, "auto") else backend,
+        device_type,
+        device_index,
+        -1 if rank is None else rank,
+        -1 if size is None else size,
+        init_method,
+        _milliseconds(timeout),
+        name,
+        1 if debug else 0,
+    )
+    return Gang(handle)
+
+
+def detect_env() -> dict:
+    """What gang reads from the launch environment: rank, size, local_rank,
+    local_size, node_rank, num_nodes, master_addr, master_port (-1 or ""
+    where unknown) and source ("gang", "torchrun", "slurm", "openmpi",
+    "pmi" or "none")."""
+    return capi.gang_env_detect()

@@ -1,0 +1,46 @@
+/*
+ * gang_python.i - the Python module gang.capi: gang.h, one function per C
+ * call, with Python typemaps. The package gang (gang/__init__.py) is the API
+ * users see; this module is its thin, mechanical base.
+ *
+ *  - GIL: threads="1" releases the GIL around every C call; %nothread keeps
+ *    it for the calls that cannot block (queries, names, layout math).
+ *  - Errors: a negative gang_status_t raises the exception that
+ *    gang.errors registers with set_error_factory(), built from the status
+ *    and gang_last_error(), read on the calling thread right after the call.
+ *  - Buffers: any object with the buffer protocol; see python_typemaps.i and
+ *    bindings/TYPEMAPS.md for which buffer each typemap maps and who owns it.
+ */
+%module(package="gang", threads="1") capi
+
+%include "python_typemaps.i"
+
+/* Python never frees library memory itself: the typemaps do. */
+%ignore gang_free;
+
+/* Calls that return at once keep the GIL (releasing it costs more than
+ * they do). Everything else, collectives above all, releases it. */
+%nothread gang_version_number;
+%nothread gang_version_string;
+%nothread gang_status_name;
+%nothread gang_status_string;
+%nothread gang_last_error;
+%nothread gang_dtype_size;
+%nothread gang_rank;
+%nothread gang_size;
+%nothread gang_backend_name;
+%nothread gang_device_type;
+%nothread gang_device_index;
+%nothread gang_name;
+%nothread gang_root_rank;
+%nothread gang_set_timeout;
+%nothread gang_get_timeout;
+%nothread gang_get_async_error;
+%nothread gang_supports;
+%nothread gangs_get;
+%nothread gang_axis_name;
+%nothread gang_work_test;
+%nothread gang_bind_layout_ranks;
+%nothread set_error_factory;
+
+%include "../swig/gang.i"

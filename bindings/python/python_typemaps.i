@@ -1,0 +1,395 @@
+/*
+ * python_typemaps.i - how gang.h's arguments cross into Python.
+ *
+ * Catalogued, with ownership, in bindings/TYPEMAPS.md. In short: buffers are
+ * borrowed for the call through the buffer protocol; bytes the library
+ * allocates are copied into a Python bytes and freed with gang_free; handles
+ * come back as owned GangHandle / GangsHandle / WorkHandle objects.
+ */
+
+%{
+#include <string.h>
+#include <gang/gang.h>
+%}
+
+/* ---- errors ------------------------------------------------------------- */
+
+%fragment("gang_py_errors", "header") %{
+/* The callable gang.errors registers: factory(status, message) -> exception
+ * instance. Until it is set, failures raise RuntimeError. */
+static PyObject* gang_py_error_factory = NULL;
+
+/* Raises the exception for a failed call. Must run on the thread that made
+ * the call, before any other gang call: it reads gang_last_error(). */
+static void gang_py_raise(gang_status_t status) {
+  const char* message = gang_last_error();
+  if (!message[0]) message = gang_status_string(status);
+  if (gang_py_error_factory == NULL) {
+    PyErr_Format(PyExc_RuntimeError, "%s: %s", gang_status_name(status),
+                 message);
+    return;
+  }
+  PyObject* text = PyUnicode_DecodeUTF8(message, (Py_ssize_t)strlen(message),
+                                        "replace");
+  if (text == NULL) return;
+  PyObject* exc =
+      PyObject_CallFunction(gang_py_error_factory, "iO", (int)status, text);
+  Py_DECREF(text);
+  if (exc != NULL) {
+    PyErr_SetObject((PyObject*)Py_TYPE(exc), exc);
+    Py_DECREF(exc);
+  }
+}
+%}
+
+%fragment("gang_py_errors");
+
+%inline %{
+/* Sets the callable that turns (status, message) into an exception. */
+static void set_error_factory(PyObject* factory) {
+  Py_XINCREF(factory);
+  Py_XSETREF(gang_py_error_factory, factory);
+}
+%}
+
+/* Success is None: results come back through out-parameters. */
+%typemap(out, fragment="gang_py_errors") gang_status_t %{
+  if ($1 < 0) {
+    gang_py_raise($1);
+    SWIG_fail;
+  }
+  $result = SWIG_Py_Void();
+%}
+
+/* gang_work_wait: True when the operation ended, False while in progress. */
+%typemap(out, fragment="gang_py_errors") gang_status_t gang_work_wait %{
+  if ($1 < 0) {
+    gang_py_raise($1);
+    SWIG_fail;
+  }
+  $result = PyBool_FromLong($1 == GANG_OK);
+%}
+
+/* gang_work_test: the raw status, so that a failed operation reads as ended
+ * without raising; gang_work_wait raises its error. */
+%typemap(out) gang_status_t gang_work_test %{
+  $result = PyLong_FromLong((long)$1);
+%}
+
+/* ---- handles ------------------------------------------------------------ */
+
+/* gang_t** out, gangs_t** out: an owned handle, or None (a rank outside the
+ * new gang). */
+%define GANG_PY_HANDLE_OUT(TYPE)
+%typemap(in, numinputs=0) TYPE** out (TYPE* handle = NULL) %{
+  $1 = &handle;
+%}
+%typemap(argout) TYPE** out %{
+  $result = SWIG_Python_AppendOutput(
+      $result, SWIG_NewPointerObj(handle$argnum, $*1_descriptor,
+                                  SWIG_POINTER_OWN));
+%}
+%enddef
+
+GANG_PY_HANDLE_OUT(gang_t)
+GANG_PY_HANDLE_OUT(gangs_t)
+
+/* gang_work_t** work: the Python argument is a flag; true makes the call
+ * asynchronous and returns an owned WorkHandle. */
+%typemap(in) gang_work_t** work (gang_work_t* handle = NULL) %{
+  {
+    int async_op = PyObject_IsTrue($input);
+    if (async_op < 0) SWIG_fail;
+    $1 = async_op ? &handle : NULL;
+  }
+%}
+%typemap(argout) gang_work_t** work %{
+  if ($1 != NULL) {
+    $result = SWIG_Python_AppendOutput(
+        $result, SWIG_NewPointerObj(handle$argnum, $*1_descriptor,
+                                    SWIG_POINTER_OWN));
+  }
+%}
+
+/* ---- element buffers ---------------------------------------------------- */
+
+%fragment("gang_py_buffers", "header") %{
+/* Borrows obj's memory for the call; None is NULL. The buffer must be
+ * C-contiguous, and writable when `flags` asks for it. Sets a Python error
+ * and returns -1 otherwise (BufferError becomes ValueError). */
+static int gang_py_get_buffer(PyObject* obj, int flags, Py_buffer* view,
+                              void** data) {
+  if (obj == Py_None) {
+    *data = NULL;
+    return 0;
+  }
+  if (PyObject_GetBuffer(obj, view, flags | PyBUF_C_CONTIGUOUS) < 0) {
+    if (PyErr_ExceptionMatches(PyExc_BufferError)) {
+      PyObject *type, *value, *tb;
+      PyErr_Fetch(&type, &value, &tb);
+      PyErr_Format(PyExc_ValueError, "gang: unusable buffer: %S", value);
+      Py_XDECREF(type);
+      Py_XDECREF(value);
+      Py_XDECREF(tb);
+    }
+    return -1;
+  }
+  *data = view->buf;
+  return 1;
+}
+%}
+
+/* const void* (send, and send's buf): any C-contiguous buffer, or None. */
+%typemap(in, fragment="gang_py_buffers") const void* (Py_buffer view, int held = 0) %{
+  held = gang_py_get_buffer($input, PyBUF_SIMPLE, &view, (void**)&$1);
+  if (held < 0) SWIG_fail;
+%}
+%typemap(freearg) const void* %{
+  if (held$argnum > 0) PyBuffer_Release(&view$argnum);
+%}
+
+/* void* (recv, broadcast's and recv's buf): a writable C-contiguous buffer,
+ * or None. */
+%typemap(in, fragment="gang_py_buffers") void* (Py_buffer view, int held = 0) %{
+  held = gang_py_get_buffer($input, PyBUF_WRITABLE, &view, &$1);
+  if (held < 0) SWIG_fail;
+%}
+%typemap(freearg) void* %{
+  if (held$argnum > 0) PyBuffer_Release(&view$argnum);
+%}
+
+/* ---- byte payloads ------------------------------------------------------ */
+
+/* (const void* data, size_t len): any buffer, usually bytes. */
+%typemap(in, fragment="gang_py_buffers") (const void* data, size_t len) (Py_buffer view, int held = 0) %{
+  held = gang_py_get_buffer($input, PyBUF_SIMPLE, &view, (void**)&$1);
+  if (held < 0) SWIG_fail;
+  $2 = held > 0 ? (size_t)view.len : 0;
+%}
+%typemap(freearg) (const void* data, size_t len) %{
+  if (held$argnum > 0) PyBuffer_Release(&view$argnum);
+%}
+
+/* (void** out, size_t* out_len): library memory, copied into a new bytes and
+ * freed with gang_free. */
+%typemap(in, numinputs=0) (void** out, size_t* out_len) (void* data = NULL, size_t len = 0) %{
+  $1 = &data;
+  $2 = &len;
+%}
+%typemap(argout) (void** out, size_t* out_len) %{
+  {
+    PyObject* bytes = PyBytes_FromStringAndSize((const char*)data$argnum,
+                                                (Py_ssize_t)len$argnum);
+    gang_free(data$argnum);
+    data$argnum = NULL;
+    if (bytes == NULL) SWIG_fail;
+    $result = SWIG_Python_AppendOutput($result, bytes);
+  }
+%}
+%typemap(freearg) (void** out, size_t* out_len) %{
+  gang_free(data$argnum);
+%}
+
+/* (void** out, size_t* lens, size_t nlens): the Python argument is nlens
+ * (the gang size); the result is a list of one bytes per rank. */
+%typemap(in) (void** out, size_t* lens, size_t nlens) (void* data = NULL, size_t* lens = NULL) %{
+  {
+    Py_ssize_t n = PyLong_AsSsize_t($input);
+    if (n < 0) {
+      if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "nlens < 0");
+      SWIG_fail;
+    }
+    lens = (size_t*)PyMem_Calloc(n > 0 ? (size_t)n : 1, sizeof(size_t));
+    if (lens == NULL) {
+      PyErr_NoMemory();
+      SWIG_fail;
+    }
+    $1 = &data;
+    $2 = lens;
+    $3 = (size_t)n;
+  }
+%}
+%typemap(argout) (void** out, size_t* lens, size_t nlens) %{
+  {
+    PyObject* list = PyList_New((Py_ssize_t)$3);
+    const char* p = (const char*)data$argnum;
+    size_t i;
+    if (list == NULL) SWIG_fail;
+    for (i = 0; i < $3; i++) {
+      PyObject* bytes = PyBytes_FromStringAndSize(p, (Py_ssize_t)lens$argnum[i]);
+      if (bytes == NULL) {
+        Py_DECREF(list);
+        SWIG_fail;
+      }
+      PyList_SET_ITEM(list, (Py_ssize_t)i, bytes);
+      p += lens$argnum[i];
+    }
+    $result = SWIG_Python_AppendOutput($result, list);
+  }
+%}
+%typemap(freearg) (void** out, size_t* lens, size_t nlens) %{
+  gang_free(data$argnum);
+  PyMem_Free(lens$argnum);
+%}
+
+/* ---- integer arrays ----------------------------------------------------- */
+
+%fragment("gang_py_arrays", "header") %{
+/* Copies a sequence of non-negative ints into a new PyMem array. */
+static int gang_py_sizes(PyObject* seq, size_t** out, size_t* n) {
+  PyObject* fast = PySequence_Fast(seq, "expected a sequence of ints");
+  Py_ssize_t i, len;
+  if (fast == NULL) return -1;
+  len = PySequence_Fast_GET_SIZE(fast);
+  *out = (size_t*)PyMem_Calloc(len > 0 ? (size_t)len : 1, sizeof(size_t));
+  if (*out == NULL) {
+    Py_DECREF(fast);
+    PyErr_NoMemory();
+    return -1;
+  }
+  for (i = 0; i < len; i++) {
+    size_t v = PyLong_AsSize_t(PySequence_Fast_GET_ITEM(fast, i));
+    if (v == (size_t)-1 && PyErr_Occurred()) {
+      Py_DECREF(fast);
+      return -1;
+    }
+    (*out)[i] = v;
+  }
+  *n = (size_t)len;
+  Py_DECREF(fast);
+  return 0;
+}
+
+/* Copies a sequence of ints into a new PyMem array of int. */
+static int gang_py_ints(PyObject* seq, int** out, int* n) {
+  PyObject* fast = PySequence_Fast(seq, "expected a sequence of ints");
+  Py_ssize_t i, len;
+  if (fast == NULL) return -1;
+  len = PySequence_Fast_GET_SIZE(fast);
+  if (len > 0x7fffffff) {
+    Py_DECREF(fast);
+    PyErr_SetString(PyExc_ValueError, "too many ranks");
+    return -1;
+  }
+  *out = (int*)PyMem_Calloc(len > 0 ? (size_t)len : 1, sizeof(int));
+  if (*out == NULL) {
+    Py_DECREF(fast);
+    PyErr_NoMemory();
+    return -1;
+  }
+  for (i = 0; i < len; i++) {
+    long v = PyLong_AsLong(PySequence_Fast_GET_ITEM(fast, i));
+    if ((v == -1 && PyErr_Occurred()) || v < -0x7fffffffL - 1 ||
+        v > 0x7fffffffL) {
+      if (!PyErr_Occurred())
+        PyErr_SetString(PyExc_OverflowError, "rank out of range");
+      Py_DECREF(fast);
+      return -1;
+    }
+    (*out)[i] = (int)v;
+  }
+  *n = (int)len;
+  Py_DECREF(fast);
+  return 0;
+}
+%}
+
+/* Per-rank counts: a sequence of ints, copied for the call. */
+%typemap(in, fragment="gang_py_arrays") (const size_t* COUNTS, size_t NCOUNTS) (size_t* counts = NULL) %{
+  if (gang_py_sizes($input, &counts, &$2) < 0) SWIG_fail;
+  $1 = counts;
+%}
+%typemap(freearg) (const size_t* COUNTS, size_t NCOUNTS) %{
+  PyMem_Free(counts$argnum);
+%}
+%apply (const size_t* COUNTS, size_t NCOUNTS) {
+  (const size_t* recv_counts, size_t ncounts),
+  (const size_t* send_counts, size_t nsend),
+  (const size_t* recv_counts, size_t nrecv)
+};
+
+/* (const int* ranks, int n): a sequence of ints, copied for the call. */
+%typemap(in, fragment="gang_py_arrays") (const int* ranks, int n) (int* ranks = NULL) %{
+  if (gang_py_ints($input, &ranks, &$2) < 0) SWIG_fail;
+  $1 = ranks;
+%}
+%typemap(freearg) (const int* ranks, int n) %{
+  PyMem_Free(ranks$argnum);
+%}
+
+/* (int* ranks, size_t capacity, size_t* n): the Python argument is the
+ * capacity; the result is a list of the *n ranks written. */
+%typemap(in) (int* ranks, size_t capacity, size_t* n) (int* ranks = NULL, size_t count = 0) %{
+  {
+    Py_ssize_t capacity = PyLong_AsSsize_t($input);
+    if (capacity < 0) {
+      if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "capacity < 0");
+      SWIG_fail;
+    }
+    ranks = (int*)PyMem_Calloc(capacity > 0 ? (size_t)capacity : 1, sizeof(int));
+    if (ranks == NULL) {
+      PyErr_NoMemory();
+      SWIG_fail;
+    }
+    $1 = ranks;
+    $2 = (size_t)capacity;
+    $3 = &count;
+  }
+%}
+%typemap(argout) (int* ranks, size_t capacity, size_t* n) %{
+  {
+    PyObject* list = PyList_New((Py_ssize_t)count$argnum);
+    size_t i;
+    if (list == NULL) SWIG_fail;
+    for (i = 0; i < count$argnum; i++)
+      PyList_SET_ITEM(list, (Py_ssize_t)i, PyLong_FromLong(ranks$argnum[i]));
+    $result = SWIG_Python_AppendOutput($result, list);
+  }
+%}
+%typemap(freearg) (int* ranks, size_t capacity, size_t* n) %{
+  PyMem_Free(ranks$argnum);
+%}
+
+/* ---- scalar results ----------------------------------------------------- */
+
+/* gang_broadcast_flag's int* out: a bool. */
+%typemap(in, numinputs=0) int* out (int value = 0) %{ $1 = &value; %}
+%typemap(argout) int* out %{
+  $result = SWIG_Python_AppendOutput($result, PyBool_FromLong(value$argnum));
+%}
+
+/* gang_all_sum's double* out: a float. */
+%typemap(in, numinputs=0) double* out (double value = 0) %{ $1 = &value; %}
+%typemap(argout) double* out %{
+  $result = SWIG_Python_AppendOutput($result, PyFloat_FromDouble(value$argnum));
+%}
+
+/* gang_get_async_error's gang_status_t* out: an int. */
+%typemap(in, numinputs=0) gang_status_t* out (gang_status_t value = GANG_OK) %{
+  $1 = &value;
+%}
+%typemap(argout) gang_status_t* out %{
+  $result = SWIG_Python_AppendOutput($result, PyLong_FromLong((long)value$argnum));
+%}
+
+/* gang_env_detect's gang_env_t* out: a dict of its fields. */
+%typemap(in, numinputs=0) gang_env_t* out (gang_env_t env) %{
+  gang_env_init(&env);
+  $1 = &env;
+%}
+%typemap(argout) gang_env_t* out %{
+  {
+    PyObject* dict = Py_BuildValue(
+        "{s:i,s:i,s:i,s:i,s:i,s:i,s:s,s:i,s:s}",
+        "rank", env$argnum.rank, "size", env$argnum.size,
+        "local_rank", env$argnum.local_rank,
+        "local_size", env$argnum.local_size,
+        "node_rank", env$argnum.node_rank,
+        "num_nodes", env$argnum.num_nodes,
+        "master_addr", env$argnum.master_addr,
+        "master_port", env$argnum.master_port,
+        "source", env$argnum.source);
+    if (dict == NULL) SWIG_fail;
+    $result = SWIG_Python_AppendOutput($result, dict);
+  }
+%}
