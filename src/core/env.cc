@@ -49,6 +49,11 @@ std::string init_method() {
 
 Launch detect() { return detect_from(raw); }
 
+bool debug_checks() {
+  const char* v = raw("GANG_DEBUG");
+  return v && std::strcmp(v, "detail") == 0;
+}
+
 LogLevel log_level() {
   const char* v = raw("GANG_LOG_LEVEL");
   if (!v) return LogLevel::kWarn;

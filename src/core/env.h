@@ -30,6 +30,9 @@ std::string init_method();
 Launch detect();
 
 enum class LogLevel { kError = 0, kWarn = 1, kInfo = 2, kDebug = 3 };
+// GANG_DEBUG=detail: check every operation's fingerprint across ranks.
+bool debug_checks();
+
 // GANG_LOG_LEVEL (error|warn|info|debug); warn when unset or unknown.
 LogLevel log_level();
 

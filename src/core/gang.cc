@@ -39,6 +39,7 @@ struct Resolved {
   std::string backend;
   Millis timeout;
   std::string name;
+  bool debug = false;
   // The launch environment, when rank and size came from it.
   std::optional<env::Launch> launch;
 };
@@ -73,11 +74,7 @@ Resolved resolve(const GangOptions& o) {
     fail(Status::kInvalidArgument, "gang_create: options.debug ", o.debug,
          " is not -1, 0 or 1");
   }
-  if (o.debug == 1) {
-    fail(Status::kUnsupported,
-         "gang_create: options.debug 1 (fingerprint checks) is not available "
-         "in this version");
-  }
+  r.debug = o.debug == 1 || (o.debug == 0 && env::debug_checks());
   r.backend = o.backend.empty() || o.backend == "auto"
                   ? (o.device_type == DeviceType::kCuda ? "nccl" : "gloo")
                   : o.backend;
@@ -124,7 +121,8 @@ std::shared_ptr<Gang> Gang::create(const GangOptions& o) {
     prefix = str_cat("gang/", r.name, "/", generation, "/");
     cfg.store = store::with_prefix(store, prefix + "backend/", r.timeout);
     try {
-      return finish_create(r.name, r.rank, r.size, factory, cfg, prefix, store);
+      return finish_create(r.name, r.rank, r.size, factory, cfg, prefix, store,
+                           r.debug);
     } catch (const Error&) {
       // A creation that failed (a rank never came) must not leave the
       // counter between generations, or every retry on this store would
@@ -141,18 +139,20 @@ std::shared_ptr<Gang> Gang::create(const GangOptions& o) {
     }
   }
   return finish_create(r.name, r.rank, r.size, factory, cfg, prefix,
-                       std::move(store));
+                       std::move(store), r.debug);
 }
 
 std::shared_ptr<Gang> Gang::finish_create(const std::string& name, int rank,
                                           int size, BackendFactory factory,
                                           const BackendConfig& cfg,
                                           const std::string& prefix,
-                                          std::shared_ptr<store::Store> store) {
+                                          std::shared_ptr<store::Store> store,
+                                          bool debug) {
   std::vector<int> identity(static_cast<size_t>(size));
   for (int i = 0; i < size; ++i) identity[static_cast<size_t>(i)] = i;
   auto gang = make(name, rank, size, std::move(identity), factory, cfg, prefix);
   gang->store_ = std::move(store);
+  gang->debug_ = debug;
   GANG_LOG(kInfo, "created gang \"", name, "\" rank ", rank, " of ", size,
            " on ", gang->backend_name());
   return gang;
@@ -354,6 +354,11 @@ void Gang::execute(Task& task) {
   Status status = Status::kOk;
   std::string what;
   try {
+    if (debug_ && !backend_->emulates_peers()) {
+      for (size_t i = 0; i < task.ops.size(); ++i) {
+        check_fingerprint(task.ops[i], task.seqs[i], task.deadline);
+      }
+    }
     if (task.ops.size() == 1) {
       backend_->run(task.ops[0], task.seqs[0], task.deadline);
     } else {

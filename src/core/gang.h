@@ -124,7 +124,8 @@ class Gang : public std::enable_shared_from_this<Gang> {
                                              int size, BackendFactory factory,
                                              const BackendConfig& config,
                                              const std::string& prefix,
-                                             std::shared_ptr<store::Store> store);
+                                             std::shared_ptr<store::Store> store,
+                                             bool debug);
   static std::shared_ptr<Gang> make(std::string name, int rank, int size,
                                     std::vector<int> root_ranks,
                                     BackendFactory factory,
@@ -138,6 +139,10 @@ class Gang : public std::enable_shared_from_this<Gang> {
   void worker_loop();
   // Runs a blocking internal operation (splits, bytes) and throws its error.
   void run_blocking(CollectiveArgs args);
+  // Debug checks: every rank compares what it is about to run (one
+  // all-gather) and a difference is kMismatch naming both calls.
+  void check_fingerprint(const CollectiveArgs& args, uint64_t seq,
+                         Clock::time_point deadline);
   // Records the first error (later ones are ignored) and aborts the backend.
   void mark_failed(Status status, const std::string& message);
   [[noreturn]] void throw_failed(const char* api) const;
@@ -154,6 +159,7 @@ class Gang : public std::enable_shared_from_this<Gang> {
   std::vector<int> root_ranks_;
   DeviceType device_type_ = DeviceType::kCpu;
   int device_index_ = -1;
+  bool debug_ = false;  // fingerprint every collective
   std::atomic<int64_t> timeout_ms_{0};
 
   // Backend and rendezvous. The factory makes sub-gangs' backends.

@@ -106,6 +106,7 @@ std::shared_ptr<Gang> Gang::make_child(const std::vector<int>& members,
   auto child = make(str_cat(name_, "/", label), new_rank, new_size,
                     std::move(roots), factory_, cfg, prefix);
   child->store_ = store_;
+  child->debug_ = debug_;
   GANG_LOG(kInfo, "created sub-gang \"", child->name(), "\" rank ", new_rank,
            " of ", new_size);
   return child;

@@ -1,0 +1,99 @@
+// Debug checks (options.debug = 1 or GANG_DEBUG=detail): before each
+// collective every rank all-gathers a fingerprint of what it is about to
+// run, so ranks that called different operations fail at once with
+// GANG_ERR_MISMATCH naming both calls, instead of hanging or computing
+// garbage until the timeout.
+#include "core/gang.h"
+
+namespace gang::core {
+
+namespace {
+
+// What must agree across ranks. Counts that legitimately differ between
+// ranks (all_to_allv's, all_gatherv's own send count) are left out; the
+// per-rank counts every rank passes alike are folded into one hash.
+struct Fingerprint {
+  uint64_t kind;
+  uint64_t dtype;
+  uint64_t op;
+  uint64_t root;
+  uint64_t count;
+};
+
+uint64_t fold(uint64_t h, uint64_t v) {
+  h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+  return h;
+}
+
+bool reduces(OpKind k) {
+  return k == OpKind::kAllReduce || k == OpKind::kReduce ||
+         k == OpKind::kReduceScatter || k == OpKind::kReduceScatterV;
+}
+
+bool rooted(OpKind k) {
+  return k == OpKind::kReduce || k == OpKind::kBroadcast ||
+         k == OpKind::kGather || k == OpKind::kScatter;
+}
+
+Fingerprint fingerprint_of(const CollectiveArgs& a) {
+  Fingerprint f{};
+  f.kind = static_cast<uint64_t>(a.kind);
+  f.dtype = static_cast<uint64_t>(a.dtype);
+  f.op = reduces(a.kind) ? static_cast<uint64_t>(a.op) : 0;
+  f.root = rooted(a.kind) ? static_cast<uint64_t>(a.root) : 0;
+  switch (a.kind) {
+    case OpKind::kAllGatherV:
+    case OpKind::kReduceScatterV:
+      for (size_t c : a.recv_counts) f.count = fold(f.count, c);
+      break;
+    case OpKind::kAllToAllV:
+    case OpKind::kBarrier:
+      break;
+    default:
+      f.count = a.count;
+  }
+  return f;
+}
+
+std::string describe(const Fingerprint& f) {
+  const auto kind = static_cast<OpKind>(f.kind);
+  std::string s = str_cat(op_api_name(kind), "(");
+  if (kind == OpKind::kBarrier) return s + ")";
+  s += dtype_name(static_cast<DType>(f.dtype));
+  if (kind != OpKind::kAllGatherV && kind != OpKind::kReduceScatterV &&
+      kind != OpKind::kAllToAllV) {
+    s += str_cat(", count ", f.count);
+  }
+  if (reduces(kind)) s += str_cat(", ", reduce_op_name(static_cast<ReduceOp>(f.op)));
+  if (rooted(kind)) s += str_cat(", root ", f.root);
+  return s + ")";
+}
+
+}  // namespace
+
+void Gang::check_fingerprint(const CollectiveArgs& args, uint64_t seq,
+                             Clock::time_point deadline) {
+  if (args.kind == OpKind::kSend || args.kind == OpKind::kRecv) return;
+  const Fingerprint mine = fingerprint_of(args);
+  std::vector<Fingerprint> all(static_cast<size_t>(size_));
+  CollectiveArgs gather;
+  gather.kind = OpKind::kAllGather;
+  gather.send = &mine;
+  gather.recv = all.data();
+  gather.count = sizeof(Fingerprint) / sizeof(uint64_t);
+  gather.dtype = DType::kUInt64;
+  // Its own tag space: the check must never match an operation's traffic.
+  backend_->run(gather, seq | (uint64_t{1} << 31), deadline);
+  for (int r = 0; r < size_; ++r) {
+    const Fingerprint& theirs = all[static_cast<size_t>(r)];
+    if (theirs.kind != mine.kind || theirs.dtype != mine.dtype ||
+        theirs.op != mine.op || theirs.root != mine.root ||
+        theirs.count != mine.count) {
+      fail(Status::kMismatch, "ranks called different operations: rank ",
+           rank_, " called ", describe(mine), " but rank ", r, " called ",
+           describe(theirs));
+    }
+  }
+}
+
+}  // namespace gang::core
