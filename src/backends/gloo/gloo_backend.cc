@@ -1,17 +1,10 @@
 #include "backends/gloo/gloo_backend.h"
 
 #include <gloo/common/error.h>
-#include <dirent.h>
-#include <gloo/transport/tcp/address.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <sys/stat.h>
-
-#include <cstdlib>
-#include <cstring>
 
 #include "backends/gloo/gloo_collectives.h"
 #include "backends/gloo/gloo_device.h"
+#include "backends/gloo/gloo_sockets.h"
 #include "backends/gloo/gloo_store.h"
 #include "core/error.h"
 #include "core/local_collective.h"
@@ -26,58 +19,6 @@ using core::CollectiveArgs;
 using core::OpKind;
 using Millis = std::chrono::milliseconds;
 
-bool same_endpoint(const sockaddr_storage& a, const sockaddr_storage& b) {
-  if (a.ss_family != b.ss_family) return false;
-  if (a.ss_family == AF_INET) {
-    const auto& x = reinterpret_cast<const sockaddr_in&>(a);
-    const auto& y = reinterpret_cast<const sockaddr_in&>(b);
-    return x.sin_port == y.sin_port && x.sin_addr.s_addr == y.sin_addr.s_addr;
-  }
-  if (a.ss_family == AF_INET6) {
-    const auto& x = reinterpret_cast<const sockaddr_in6&>(a);
-    const auto& y = reinterpret_cast<const sockaddr_in6&>(b);
-    return x.sin6_port == y.sin6_port &&
-           std::memcmp(&x.sin6_addr, &y.sin6_addr, sizeof x.sin6_addr) == 0;
-  }
-  return false;
-}
-
-// Gloo has no public call that fails the operations waiting on a context.
-// Its TCP pairs do fail them when their connection breaks, so abort shuts
-// down this context's sockets: every pair's connected socket is bound to the
-// pair's own address, which Gloo does publish. The local waits then fail at
-// once, and the peers see the connections close.
-void shutdown_sockets(::gloo::Context& ctx) {
-  std::vector<sockaddr_storage> ours;
-  for (int r = 0; r < ctx.size; ++r) {
-    if (r == ctx.rank || !ctx.getPair(r)) continue;
-    const auto* addr = dynamic_cast<const ::gloo::transport::tcp::Address*>(
-        &ctx.getPair(r)->address());
-    if (addr) ours.push_back(addr->getSockaddr());
-  }
-  std::unique_ptr<DIR, int (*)(DIR*)> dir(opendir("/proc/self/fd"), closedir);
-  if (!dir) return;
-  while (const dirent* e = readdir(dir.get())) {
-    char* end = nullptr;
-    const long fd = std::strtol(e->d_name, &end, 10);
-    if (end == e->d_name || *end != '\0') continue;
-    struct stat st;
-    if (fstat(static_cast<int>(fd), &st) != 0 || !S_ISSOCK(st.st_mode)) continue;
-    sockaddr_storage local{};
-    socklen_t len = sizeof local;
-    if (getsockname(static_cast<int>(fd), reinterpret_cast<sockaddr*>(&local),
-                    &len) != 0) {
-      continue;
-    }
-    for (const auto& mine : ours) {
-      if (same_endpoint(local, mine)) {
-        ::shutdown(static_cast<int>(fd), SHUT_RDWR);
-        break;
-      }
-    }
-  }
-}
-
 Millis remaining(Clock::time_point deadline) {
   const auto left =
       std::chrono::duration_cast<Millis>(deadline - Clock::now());
@@ -91,9 +32,10 @@ Millis remaining(Clock::time_point deadline) {
 
 GlooBackend::GlooBackend(const core::BackendConfig& config,
                          std::shared_ptr<::gloo::transport::Device> device,
-                         std::shared_ptr<::gloo::rendezvous::Context> context)
+                         std::shared_ptr<::gloo::rendezvous::Context> context,
+                         std::vector<ino_t> sockets)
     : rank_(config.rank), size_(config.size), device_(std::move(device)),
-      context_(std::move(context)) {}
+      context_(std::move(context)), sockets_(std::move(sockets)) {}
 
 GlooBackend::~GlooBackend() = default;
 
@@ -162,7 +104,7 @@ void GlooBackend::run_group(const std::vector<CollectiveArgs>& ops,
 void GlooBackend::abort() noexcept {
   if (aborted_.exchange(true) || !context_) return;
   try {
-    shutdown_sockets(*context_);
+    shutdown_sockets(sockets_);
   } catch (...) {
     // Best effort: the pairs may already be closed.
   }
@@ -179,13 +121,14 @@ std::unique_ptr<core::Backend> make_gloo(const core::BackendConfig& c) {
   if (const auto* parent = dynamic_cast<const GlooBackend*>(c.parent)) {
     device = parent->device();
   }
-  if (c.size == 1) return std::make_unique<GlooBackend>(c, device, nullptr);
+  if (c.size == 1) return std::make_unique<GlooBackend>(c, device, nullptr, std::vector<ino_t>{});
   if (!c.store) fail(Status::kInternal, "gloo: a gang of size ", c.size, " has no store");
   if (!device) device = make_device(c.store->host());
 
   auto context = std::make_shared<::gloo::rendezvous::Context>(c.rank, c.size);
   context->setTimeout(c.timeout);
   GlooStore store(c.store);
+  const std::vector<ino_t> before = socket_inodes();
   try {
     context->connectFullMesh(store, device);
   } catch (const ::gloo::Exception& e) {
@@ -197,7 +140,9 @@ std::unique_ptr<core::Backend> make_gloo(const core::BackendConfig& c) {
          "gang_create: connecting rank ", c.rank, " to its ", c.size - 1,
          " peers failed: ", what);
   }
-  return std::make_unique<GlooBackend>(c, std::move(device), std::move(context));
+  std::vector<ino_t> sockets = context_sockets(*context, before);
+  return std::make_unique<GlooBackend>(c, std::move(device), std::move(context),
+                                       std::move(sockets));
 }
 
 const core::BackendRegistrar kRegisterGloo("gloo", make_gloo);

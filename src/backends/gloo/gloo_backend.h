@@ -4,8 +4,11 @@
 #include <gloo/rendezvous/context.h>
 #include <gloo/transport/device.h>
 
+#include <sys/types.h>
+
 #include <atomic>
 #include <memory>
+#include <vector>
 
 #include "core/backend.h"
 
@@ -13,10 +16,12 @@ namespace gang::backends::gloo_impl {
 
 class GlooBackend final : public core::Backend {
  public:
-  // context is null for a gang of size 1, which needs no peers.
+  // context is null for a gang of size 1, which needs no peers; sockets
+  // are its connections (see gloo_sockets.h), shut down by abort().
   GlooBackend(const core::BackendConfig& config,
               std::shared_ptr<::gloo::transport::Device> device,
-              std::shared_ptr<::gloo::rendezvous::Context> context);
+              std::shared_ptr<::gloo::rendezvous::Context> context,
+              std::vector<ino_t> sockets);
   ~GlooBackend() override;
 
   const char* name() const override { return "gloo"; }
@@ -41,6 +46,7 @@ class GlooBackend final : public core::Backend {
   int size_;
   std::shared_ptr<::gloo::transport::Device> device_;
   std::shared_ptr<::gloo::rendezvous::Context> context_;
+  std::vector<ino_t> sockets_;
   std::atomic<bool> aborted_{false};
 };
 
