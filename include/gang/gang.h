@@ -355,6 +355,11 @@ GANG_API int gang_root_rank(const gang_t* gang, int rank);
 /** Sets the timeout of operations issued afterwards (> 0 ms). */
 GANG_API gang_status_t gang_set_timeout(gang_t* gang, int64_t timeout_ms);
 
+/** Sets the CUDA stream operations are ordered on (cudaStream_t as a void*;
+ *  NULL is the legacy default stream). A CPU gang accepts only NULL: a
+ *  non-NULL stream is GANG_ERR_UNSUPPORTED. */
+GANG_API gang_status_t gang_set_cuda_stream(gang_t* gang, void* stream);
+
 /** The gang's timeout in milliseconds; -1 for a NULL gang. */
 GANG_API int64_t gang_get_timeout(const gang_t* gang);
 

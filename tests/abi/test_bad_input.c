@@ -274,6 +274,9 @@ static int battery(gang_t* g, int rank, int size) {
   /* Gang management. */
   BAD(gang_set_timeout(g, 0), "timeout_ms");
   BAD(gang_set_timeout(g, -5), "timeout_ms");
+  BAD(gang_set_cuda_stream(NULL, NULL), "gang");
+  EXPECT(gang_set_cuda_stream(g, (void*)&nfail), GANG_ERR_UNSUPPORTED, "NULL stream");
+  EXPECT(gang_set_cuda_stream(g, NULL), GANG_OK, "");
   BAD(gang_split(g, -2, 0, &sub), "color");
   BAD(gang_split(g, 0, 0, NULL), "out");
   BAD(gang_create_subgang(g, dup, 2, &sub), "ranks");
