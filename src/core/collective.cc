@@ -22,6 +22,11 @@ const char* op_api_name(OpKind kind) {
   return "gang_?";
 }
 
+bool is_reduction(OpKind k) {
+  return k == OpKind::kAllReduce || k == OpKind::kReduce ||
+         k == OpKind::kReduceScatter || k == OpKind::kReduceScatterV;
+}
+
 std::vector<size_t> prefix_offsets(const std::vector<size_t>& counts) {
   std::vector<size_t> offsets(counts.size());
   size_t sum = 0;

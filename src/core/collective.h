@@ -31,6 +31,10 @@ enum class OpKind : uint8_t {
 // The public function that issues `kind`, for messages ("gang_broadcast").
 const char* op_api_name(OpKind kind);
 
+// Whether `kind` reduces with a ReduceOp (all_reduce, reduce,
+// reduce_scatter(v)).
+bool is_reduction(OpKind kind);
+
 struct CollectiveArgs {
   OpKind kind = OpKind::kBarrier;
   const void* send = nullptr;

@@ -49,6 +49,11 @@ std::string init_method() {
 
 Launch detect() { return detect_from(raw); }
 
+std::string flight_recorder_path() {
+  const char* v = raw("GANG_FLIGHT_RECORDER");
+  return v ? v : "";
+}
+
 bool debug_checks() {
   const char* v = raw("GANG_DEBUG");
   return v && std::strcmp(v, "detail") == 0;

@@ -30,6 +30,10 @@ std::string init_method();
 Launch detect();
 
 enum class LogLevel { kError = 0, kWarn = 1, kInfo = 2, kDebug = 3 };
+// GANG_FLIGHT_RECORDER, or "": where each rank dumps its recent operations
+// when a gang fails ("%r" becomes the rank, else ".<rank>" is appended).
+std::string flight_recorder_path();
+
 // GANG_DEBUG=detail: check every operation's fingerprint across ranks.
 bool debug_checks();
 

@@ -25,11 +25,6 @@ uint64_t fold(uint64_t h, uint64_t v) {
   return h;
 }
 
-bool reduces(OpKind k) {
-  return k == OpKind::kAllReduce || k == OpKind::kReduce ||
-         k == OpKind::kReduceScatter || k == OpKind::kReduceScatterV;
-}
-
 bool rooted(OpKind k) {
   return k == OpKind::kReduce || k == OpKind::kBroadcast ||
          k == OpKind::kGather || k == OpKind::kScatter;
@@ -39,7 +34,7 @@ Fingerprint fingerprint_of(const CollectiveArgs& a) {
   Fingerprint f{};
   f.kind = static_cast<uint64_t>(a.kind);
   f.dtype = static_cast<uint64_t>(a.dtype);
-  f.op = reduces(a.kind) ? static_cast<uint64_t>(a.op) : 0;
+  f.op = is_reduction(a.kind) ? static_cast<uint64_t>(a.op) : 0;
   f.root = rooted(a.kind) ? static_cast<uint64_t>(a.root) : 0;
   switch (a.kind) {
     case OpKind::kAllGatherV:
@@ -64,7 +59,7 @@ std::string describe(const Fingerprint& f) {
       kind != OpKind::kAllToAllV) {
     s += str_cat(", count ", f.count);
   }
-  if (reduces(kind)) s += str_cat(", ", reduce_op_name(static_cast<ReduceOp>(f.op)));
+  if (is_reduction(kind)) s += str_cat(", ", reduce_op_name(static_cast<ReduceOp>(f.op)));
   if (rooted(kind)) s += str_cat(", root ", f.root);
   return s + ")";
 }

@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "core/env.h"
+#include "core/flight_recorder.h"
 #include "core/local_collective.h"
 #include "core/log.h"
 #include "core/registry.h"
@@ -190,6 +191,11 @@ std::shared_ptr<Gang> Gang::make(std::string name, int rank, int size,
   g->timeout_ms_.store(config.timeout.count());
   g->factory_ = factory;
   g->store_prefix_ = std::move(store_prefix);
+  const std::string recorder_path = env::flight_recorder_path();
+  if (!recorder_path.empty()) {
+    g->recorder_ = std::make_unique<FlightRecorder>(
+        recorder_path, g->root_ranks_[static_cast<size_t>(rank)]);
+  }
   g->backend_ = factory(config);
   if (size > 1 && !g->backend_->emulates_peers()) {
     // Nobody leaves the rendezvous before everybody is done with the store,
@@ -219,11 +225,7 @@ Status Gang::async_error() const { return static_cast<Status>(failed_.load()); }
 void Gang::check(const CollectiveArgs& args) const {
   const bool emulated = backend_->emulates_peers();
   validate(args, rank_, size_, emulated);
-  const bool reduces = args.kind == OpKind::kAllReduce ||
-                       args.kind == OpKind::kReduce ||
-                       args.kind == OpKind::kReduceScatter ||
-                       args.kind == OpKind::kReduceScatterV;
-  if (reduces && !backend_->supports(args.op, args.dtype)) {
+  if (is_reduction(args.kind) && !backend_->supports(args.op, args.dtype)) {
     fail(Status::kUnsupported, op_api_name(args.kind), ": the ",
          backend_name(), " backend cannot reduce ", dtype_name(args.dtype),
          " with ", reduce_op_name(args.op));
@@ -306,6 +308,11 @@ std::shared_ptr<Work> Gang::submit(std::vector<CollectiveArgs> ops,
       },
       api, task->id, name_);
   task->ops = std::move(ops);
+  if (recorder_) {
+    for (size_t i = 0; i < task->ops.size(); ++i) {
+      recorder_->issued(task->id, task->seqs[i], task->ops[i]);
+    }
+  }
 
   if (!async && !busy_ && queue_.empty()) {
     // The hot path: run on the caller's thread.
@@ -346,6 +353,7 @@ void Gang::execute(Task& task) {
       task.ops.size() == 1 ? op_api_name(task.ops[0].kind) : "gang_group_end";
   if (failed_.load() != 0) {
     std::lock_guard<std::mutex> lock(fail_mu_);
+    if (recorder_) recorder_->ended(task.id, Status::kAborted);
     task.work->complete(Status::kAborted,
                         str_cat(api, ": gang \"", name_,
                                 "\" failed earlier: ", failure_));
@@ -375,6 +383,7 @@ void Gang::execute(Task& task) {
     what = e.what();
   }
   if (status == Status::kOk) {
+    if (recorder_) recorder_->ended(task.id, Status::kOk);
     task.work->complete(Status::kOk, "");
     return;
   }
@@ -388,6 +397,7 @@ void Gang::execute(Task& task) {
     message = str_cat(api, " (operation ", task.id, ") on gang \"", name_,
                       "\": ", failure_);
   }
+  if (recorder_) recorder_->ended(task.id, status);
   mark_failed(status, message);
   task.work->complete(status, message);
 }
@@ -415,6 +425,11 @@ void Gang::mark_failed(Status status, const std::string& message) {
     GANG_LOG(kWarn, "gang \"", name_, "\" rank ", rank_, " failed: ", message);
     // Closing the transport both unblocks this rank and tells the peers.
     backend_->abort();
+    if (recorder_) {
+      recorder_->dump(name_, rank_, size_, message);
+      GANG_LOG(kWarn, "gang \"", name_, "\" rank ", rank_,
+               ": recent operations written to ", recorder_->path());
+    }
   }
 }
 

@@ -30,6 +30,8 @@ class Store;
 
 namespace gang::core {
 
+class FlightRecorder;
+
 // What gang_create asks for, as the C shim copied it from gang_options_t.
 struct GangOptions {
   std::string backend;  // "" means "auto"
@@ -180,6 +182,9 @@ class Gang : public std::enable_shared_from_this<Gang> {
   uint64_t next_issue_ = 0;  // every operation issued, for messages
   bool group_open_ = false;
   std::vector<CollectiveArgs> group_;
+
+  // GANG_FLIGHT_RECORDER: the recent operations, dumped when the gang fails.
+  std::unique_ptr<FlightRecorder> recorder_;
 
   // Failure: the first error, kept for the messages of later calls.
   std::atomic<int> failed_{0};

@@ -1,0 +1,105 @@
+#include "core/flight_recorder.h"
+
+#include <chrono>
+#include <cstdio>
+#include <memory>
+
+namespace gang::core {
+
+namespace {
+
+const char* status_name(Status s) {
+  switch (s) {
+    case Status::kOk: return "ok";
+    case Status::kInProgress: return "IN PROGRESS";
+    case Status::kInvalidArgument: return "invalid argument";
+    case Status::kUnsupported: return "unsupported";
+    case Status::kUnavailable: return "unavailable";
+    case Status::kTimeout: return "TIMEOUT";
+    case Status::kPeerLost: return "PEER LOST";
+    case Status::kMismatch: return "MISMATCH";
+    case Status::kAborted: return "ABORTED";
+    case Status::kStore: return "STORE";
+    case Status::kNoMemory: return "NO MEMORY";
+    case Status::kSystem: return "SYSTEM";
+    case Status::kInternal: return "INTERNAL";
+  }
+  return "?";
+}
+
+}  // namespace
+
+FlightRecorder::FlightRecorder(const std::string& path, int global_rank) {
+  const size_t at = path.find("%r");
+  path_ = at == std::string::npos
+              ? str_cat(path, ".", global_rank)
+              : str_cat(path.substr(0, at), global_rank, path.substr(at + 2));
+  ring_.reserve(kCapacity);
+}
+
+void FlightRecorder::issued(uint64_t id, uint64_t seq,
+                            const CollectiveArgs& args) {
+  Entry e;
+  e.id = id;
+  e.seq = seq;
+  e.kind = args.kind;
+  e.dtype = args.dtype;
+  e.op = args.op;
+  e.root = args.root;
+  e.count = args.count;
+  e.issued = Clock::now();
+  std::lock_guard<std::mutex> lock(mu_);
+  if (ring_.size() < kCapacity) {
+    ring_.push_back(e);
+  } else {
+    ring_[next_ % kCapacity] = e;
+  }
+  ++next_;
+}
+
+void FlightRecorder::ended(uint64_t id, Status status) {
+  const auto now = Clock::now();
+  std::lock_guard<std::mutex> lock(mu_);
+  // Operations end in issue order, so the entry is among the newest.
+  for (size_t k = 0; k < ring_.size(); ++k) {
+    Entry& e = ring_[(next_ - 1 - k) % kCapacity];
+    if (e.id < id) break;
+    if (e.id == id) {
+      e.ended = now;
+      e.status = status;
+    }
+  }
+}
+
+void FlightRecorder::dump(const std::string& gang_name, int rank, int size,
+                          const std::string& error) const {
+  std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen(path_.c_str(), "a"),
+                                          std::fclose);
+  if (!f) return;
+  const auto now = Clock::now();
+  auto ms = [](Clock::duration d) {
+    return static_cast<long long>(
+        std::chrono::duration_cast<std::chrono::milliseconds>(d).count());
+  };
+  std::lock_guard<std::mutex> lock(mu_);
+  std::fprintf(f.get(), "gang \"%s\" rank %d of %d failed: %s\n",
+               gang_name.c_str(), rank, size, error.c_str());
+  std::fprintf(f.get(), "%-8s %-8s %-22s %-9s %-5s %-10s %-6s %-12s %s\n", "op#",
+               "seq", "call", "dtype", "op", "count", "root", "status",
+               "issued ms ago / took ms");
+  const size_t n = ring_.size();
+  for (size_t k = 0; k < n; ++k) {
+    const Entry& e = ring_[(next_ - n + k) % kCapacity];
+    const bool done = e.status != Status::kInProgress;
+    std::fprintf(f.get(), "%-8llu %-8llu %-22s %-9s %-5s %-10zu %-6d %-12s %lld / %s\n",
+                 static_cast<unsigned long long>(e.id),
+                 static_cast<unsigned long long>(e.seq), op_api_name(e.kind),
+                 dtype_name(e.dtype), is_reduction(e.kind) ? reduce_op_name(e.op) : "-",
+                 e.count, e.root,
+                 status_name(e.status), ms(now - e.issued),
+                 done ? std::to_string(ms(e.ended - e.issued)).c_str() : "-");
+  }
+  std::fprintf(f.get(), "\n");
+}
+
+}  // namespace gang::core

@@ -1,0 +1,56 @@
+// The flight recorder: the last operations of a gang, dumped to a file when
+// the gang fails (GANG_FLIGHT_RECORDER), so a hang or a crash of one rank can
+// be read off every rank afterwards: which operation each rank was in, how
+// long it had waited, which ones completed.
+#pragma once
+
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "core/backend.h"
+#include "core/collective.h"
+#include "core/error.h"
+
+namespace gang::core {
+
+class FlightRecorder {
+ public:
+  static constexpr size_t kCapacity = 256;
+
+  // `path` is where dump() writes; "%r" in it becomes `global_rank`, else
+  // ".<global_rank>" is appended.
+  FlightRecorder(const std::string& path, int global_rank);
+
+  void issued(uint64_t id, uint64_t seq, const CollectiveArgs& args);
+  void ended(uint64_t id, Status status);
+
+  // Appends the recorded operations, oldest first, under a header naming the
+  // gang and its first error. Best effort: I/O errors are ignored.
+  void dump(const std::string& gang_name, int rank, int size,
+            const std::string& error) const;
+
+  const std::string& path() const { return path_; }
+
+ private:
+  struct Entry {
+    uint64_t id = 0;
+    uint64_t seq = 0;
+    OpKind kind = OpKind::kBarrier;
+    DType dtype = DType::kUInt8;
+    ReduceOp op = ReduceOp::kSum;
+    int root = 0;
+    size_t count = 0;
+    Clock::time_point issued{};
+    Clock::time_point ended{};
+    Status status = Status::kInProgress;
+  };
+
+  std::string path_;
+  mutable std::mutex mu_;
+  std::vector<Entry> ring_;
+  size_t next_ = 0;  // total recorded; ring_[next_ % kCapacity] is the oldest
+};
+
+}  // namespace gang::core
