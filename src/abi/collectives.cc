@@ -76,8 +76,8 @@ GANG_API gang_status_t gang_all_gather(gang_t* g, const void* send, void* recv,
                                        gang_work_t** work) {
   GANG_ABI_TRY
   static const char* const api = "gang_all_gather";
-  return issue(g, make(OpKind::kAllGather, send, recv, count, dtype, api),
-               work, api);
+  return issue(g, make(OpKind::kAllGather, send, recv, count, dtype, api), work,
+               api);
   GANG_ABI_CATCH
 }
 

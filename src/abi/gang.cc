@@ -32,7 +32,8 @@ void defaults(gang_options_t* o) {
 }
 
 gang_options_t read_options(const gang_options_t* user, const char* api) {
-  if (user == nullptr) gang::fail(Status::kInvalidArgument, api, ": options is NULL");
+  if (user == nullptr)
+    gang::fail(Status::kInvalidArgument, api, ": options is NULL");
   gang_options_t o;
   defaults(&o);
   gang::abi::read_sized(&o, sizeof o, user, user->struct_size, kOptionsV0Size,
@@ -42,9 +43,12 @@ gang_options_t read_options(const gang_options_t* user, const char* api) {
 
 gang::core::DeviceType to_device(int32_t d, const char* api) {
   switch (d) {
-    case GANG_DEVICE_CPU: return gang::core::DeviceType::kCpu;
-    case GANG_DEVICE_CUDA: return gang::core::DeviceType::kCuda;
-    default: break;
+    case GANG_DEVICE_CPU:
+      return gang::core::DeviceType::kCpu;
+    case GANG_DEVICE_CUDA:
+      return gang::core::DeviceType::kCuda;
+    default:
+      break;
   }
   gang::fail(Status::kInvalidArgument, api, ": options.device_type ", d,
              " is not a gang_device_type_t");
@@ -192,8 +196,10 @@ GANG_API gang_status_t gang_set_timeout(gang_t* g, int64_t timeout_ms) {
 GANG_API gang_status_t gang_set_cuda_stream(gang_t* g, void* stream) {
   GANG_ABI_TRY
   auto& impl = gang_of(g, "gang_set_cuda_stream");
-  if (stream != nullptr && impl.device_type() != gang::core::DeviceType::kCuda) {
-    gang::fail(Status::kUnsupported, "gang_set_cuda_stream: gang \"", impl.name(),
+  if (stream != nullptr &&
+      impl.device_type() != gang::core::DeviceType::kCuda) {
+    gang::fail(Status::kUnsupported, "gang_set_cuda_stream: gang \"",
+               impl.name(),
                "\" works on CPU buffers; only a NULL stream is accepted");
   }
   return GANG_OK;
@@ -249,7 +255,8 @@ GANG_API gang_status_t gang_create_subgang(gang_t* parent, const int* ranks,
   out_arg(out, api, "out");
   *out = nullptr;
   auto& impl = gang_of(parent, api);
-  if (n < 1) gang::fail(Status::kInvalidArgument, api, ": n ", n, " must be at least 1");
+  if (n < 1)
+    gang::fail(Status::kInvalidArgument, api, ": n ", n, " must be at least 1");
   out_arg(ranks, api, "ranks");
   *out = wrap_gang(impl.create_subgang(std::vector<int>(ranks, ranks + n)));
   return GANG_OK;

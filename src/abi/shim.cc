@@ -17,19 +17,32 @@ const std::string& last_error() { return t_last_error; }
 
 gang_status_t to_public(Status status) {
   switch (status) {
-    case Status::kOk: return GANG_OK;
-    case Status::kInProgress: return GANG_IN_PROGRESS;
-    case Status::kInvalidArgument: return GANG_ERR_INVALID_ARGUMENT;
-    case Status::kUnsupported: return GANG_ERR_UNSUPPORTED;
-    case Status::kUnavailable: return GANG_ERR_UNAVAILABLE;
-    case Status::kTimeout: return GANG_ERR_TIMEOUT;
-    case Status::kPeerLost: return GANG_ERR_PEER_LOST;
-    case Status::kMismatch: return GANG_ERR_MISMATCH;
-    case Status::kAborted: return GANG_ERR_ABORTED;
-    case Status::kStore: return GANG_ERR_STORE;
-    case Status::kNoMemory: return GANG_ERR_NO_MEMORY;
-    case Status::kSystem: return GANG_ERR_SYSTEM;
-    case Status::kInternal: return GANG_ERR_INTERNAL;
+    case Status::kOk:
+      return GANG_OK;
+    case Status::kInProgress:
+      return GANG_IN_PROGRESS;
+    case Status::kInvalidArgument:
+      return GANG_ERR_INVALID_ARGUMENT;
+    case Status::kUnsupported:
+      return GANG_ERR_UNSUPPORTED;
+    case Status::kUnavailable:
+      return GANG_ERR_UNAVAILABLE;
+    case Status::kTimeout:
+      return GANG_ERR_TIMEOUT;
+    case Status::kPeerLost:
+      return GANG_ERR_PEER_LOST;
+    case Status::kMismatch:
+      return GANG_ERR_MISMATCH;
+    case Status::kAborted:
+      return GANG_ERR_ABORTED;
+    case Status::kStore:
+      return GANG_ERR_STORE;
+    case Status::kNoMemory:
+      return GANG_ERR_NO_MEMORY;
+    case Status::kSystem:
+      return GANG_ERR_SYSTEM;
+    case Status::kInternal:
+      return GANG_ERR_INTERNAL;
   }
   return GANG_ERR_INTERNAL;
 }
@@ -86,17 +99,28 @@ core::Work& work_of(const gang_work_t* w, const char* api) {
 
 core::DType to_dtype(gang_dtype_t dtype, const char* api) {
   switch (dtype) {
-    case GANG_INT8: return core::DType::kInt8;
-    case GANG_UINT8: return core::DType::kUInt8;
-    case GANG_INT32: return core::DType::kInt32;
-    case GANG_UINT32: return core::DType::kUInt32;
-    case GANG_INT64: return core::DType::kInt64;
-    case GANG_UINT64: return core::DType::kUInt64;
-    case GANG_FLOAT16: return core::DType::kFloat16;
-    case GANG_BFLOAT16: return core::DType::kBFloat16;
-    case GANG_FLOAT32: return core::DType::kFloat32;
-    case GANG_FLOAT64: return core::DType::kFloat64;
-    case GANG_DTYPE_FORCE_32BIT: break;
+    case GANG_INT8:
+      return core::DType::kInt8;
+    case GANG_UINT8:
+      return core::DType::kUInt8;
+    case GANG_INT32:
+      return core::DType::kInt32;
+    case GANG_UINT32:
+      return core::DType::kUInt32;
+    case GANG_INT64:
+      return core::DType::kInt64;
+    case GANG_UINT64:
+      return core::DType::kUInt64;
+    case GANG_FLOAT16:
+      return core::DType::kFloat16;
+    case GANG_BFLOAT16:
+      return core::DType::kBFloat16;
+    case GANG_FLOAT32:
+      return core::DType::kFloat32;
+    case GANG_FLOAT64:
+      return core::DType::kFloat64;
+    case GANG_DTYPE_FORCE_32BIT:
+      break;
   }
   fail(Status::kInvalidArgument, api, ": dtype ", static_cast<long long>(dtype),
        " is not a gang_dtype_t");
@@ -104,12 +128,18 @@ core::DType to_dtype(gang_dtype_t dtype, const char* api) {
 
 core::ReduceOp to_op(gang_op_t op, const char* api) {
   switch (op) {
-    case GANG_SUM: return core::ReduceOp::kSum;
-    case GANG_PROD: return core::ReduceOp::kProd;
-    case GANG_MIN: return core::ReduceOp::kMin;
-    case GANG_MAX: return core::ReduceOp::kMax;
-    case GANG_AVG: return core::ReduceOp::kAvg;
-    case GANG_OP_FORCE_32BIT: break;
+    case GANG_SUM:
+      return core::ReduceOp::kSum;
+    case GANG_PROD:
+      return core::ReduceOp::kProd;
+    case GANG_MIN:
+      return core::ReduceOp::kMin;
+    case GANG_MAX:
+      return core::ReduceOp::kMax;
+    case GANG_AVG:
+      return core::ReduceOp::kAvg;
+    case GANG_OP_FORCE_32BIT:
+      break;
   }
   fail(Status::kInvalidArgument, api, ": op ", static_cast<long long>(op),
        " is not a gang_op_t");
@@ -141,9 +171,9 @@ void read_sized(void* dst, size_t dst_size, const void* src, size_t src_size,
   const auto* extra = static_cast<const unsigned char*>(src) + dst_size;
   for (size_t i = 0; i + dst_size < src_size; ++i) {
     if (extra[i] != 0) {
-      fail(Status::kUnsupported, api, ": ", what, " has nonzero bytes at offset ",
-           dst_size + i, ", beyond the ", dst_size,
-           " this library knows (built against a newer gang?)");
+      fail(Status::kUnsupported, api, ": ", what,
+           " has nonzero bytes at offset ", dst_size + i, ", beyond the ",
+           dst_size, " this library knows (built against a newer gang?)");
     }
   }
 }

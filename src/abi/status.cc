@@ -54,7 +54,8 @@ GANG_API size_t gang_last_error_copy(char* buf, size_t len) {
 
 GANG_API size_t gang_dtype_size(gang_dtype_t dtype) {
   try {
-    return gang::core::dtype_size(gang::abi::to_dtype(dtype, "gang_dtype_size"));
+    return gang::core::dtype_size(
+        gang::abi::to_dtype(dtype, "gang_dtype_size"));
   } catch (...) {
     return 0;
   }

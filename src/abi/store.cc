@@ -12,7 +12,8 @@ using gang::abi::store_of;
 namespace {
 
 const char* key_arg(const char* key, const char* api) {
-  if (key == nullptr) gang::fail(Status::kInvalidArgument, api, ": key is NULL");
+  if (key == nullptr)
+    gang::fail(Status::kInvalidArgument, api, ": key is NULL");
   return key;
 }
 
@@ -27,7 +28,8 @@ GANG_API gang_status_t gang_store_create(const char* url, int is_server,
   static const char* const api = "gang_store_create";
   out_arg(out, api, "out");
   *out = nullptr;
-  if (url == nullptr) gang::fail(Status::kInvalidArgument, api, ": url is NULL");
+  if (url == nullptr)
+    gang::fail(Status::kInvalidArgument, api, ": url is NULL");
   const auto timeout = timeout_ms > 0 ? std::chrono::milliseconds(timeout_ms)
                                       : gang::core::env::timeout();
   auto handle = std::make_unique<gang_store_s>();
@@ -83,7 +85,9 @@ GANG_API gang_status_t gang_store_get(gang_store_t* store, const char* key,
   *n = 0;
   const gang::store::Bytes v = s.get(key);
   void* copy = std::malloc(v.empty() ? 1 : v.size());
-  if (!copy) gang::fail(Status::kNoMemory, api, ": cannot allocate ", v.size(), " bytes");
+  if (!copy)
+    gang::fail(Status::kNoMemory, api, ": cannot allocate ", v.size(),
+               " bytes");
   if (!v.empty()) std::memcpy(copy, v.data(), v.size());
   *value = copy;
   *n = v.size();
@@ -109,7 +113,8 @@ GANG_API gang_status_t gang_store_wait(gang_store_t* store,
   static const char* const api = "gang_store_wait";
   auto& s = store_of(store, api);
   if (keys == nullptr && nkeys != 0) {
-    gang::fail(Status::kInvalidArgument, api, ": keys is NULL with nkeys ", nkeys);
+    gang::fail(Status::kInvalidArgument, api, ": keys is NULL with nkeys ",
+               nkeys);
   }
   std::vector<std::string> list;
   for (size_t i = 0; i < nkeys; ++i) {

@@ -10,8 +10,9 @@ using gang::topology::Axis;
 namespace {
 
 constexpr size_t kConfigV0Size = 48;
-static_assert(sizeof(gang_parallel_config_t) == kConfigV0Size,
-              "gang_parallel_config_t grew: keep kConfigV0Size at the first version");
+static_assert(
+    sizeof(gang_parallel_config_t) == kConfigV0Size,
+    "gang_parallel_config_t grew: keep kConfigV0Size at the first version");
 
 void defaults(gang_parallel_config_t* c) {
   c->tp = 1;
@@ -27,7 +28,8 @@ void defaults(gang_parallel_config_t* c) {
 
 gang::topology::ParallelConfig read_config(const gang_parallel_config_t* user,
                                            const char* api) {
-  if (user == nullptr) gang::fail(Status::kInvalidArgument, api, ": config is NULL");
+  if (user == nullptr)
+    gang::fail(Status::kInvalidArgument, api, ": config is NULL");
   gang_parallel_config_t c;
   defaults(&c);
   gang::abi::read_sized(&c, sizeof c, user, user->struct_size, kConfigV0Size,
@@ -53,17 +55,17 @@ Axis to_axis(gang_axis_t axis, const char* api) {
     gang::fail(Status::kInvalidArgument, api, ": axis ",
                static_cast<long long>(axis), " is not a gang_axis_t");
   }
-  static const Axis kAxes[] = {Axis::kRoot, Axis::kDp,  Axis::kTp,  Axis::kPp,
-                               Axis::kCp,   Axis::kEp,  Axis::kEdp, Axis::kSdp,
-                               Axis::kRdp,  Axis::kMp,  Axis::kDpcp};
+  static const Axis kAxes[] = {Axis::kRoot, Axis::kDp, Axis::kTp,  Axis::kPp,
+                               Axis::kCp,   Axis::kEp, Axis::kEdp, Axis::kSdp,
+                               Axis::kRdp,  Axis::kMp, Axis::kDpcp};
   return kAxes[axis];
 }
 
 std::string fingerprint(const gang::topology::Layout& l,
                         const gang::topology::ParallelConfig& c) {
-  return gang::str_cat("tp=", c.tp, " cp=", c.cp, " pp=", c.pp,
-                       " dp=", l.degree(Axis::kDp), " ep=", c.ep,
-                       " sdp=", l.degree(Axis::kSdp), " order=", l.order_string());
+  return gang::str_cat(
+      "tp=", c.tp, " cp=", c.cp, " pp=", c.pp, " dp=", l.degree(Axis::kDp),
+      " ep=", c.ep, " sdp=", l.degree(Axis::kSdp), " order=", l.order_string());
 }
 
 }  // namespace
@@ -86,9 +88,8 @@ GANG_API void gang_parallel_config_init_v(gang_parallel_config_t* config,
   config->struct_size = struct_size;
 }
 
-GANG_API gang_status_t gangs_split_parallel(gang_t* g,
-                                            const gang_parallel_config_t* config,
-                                            gangs_t** out) {
+GANG_API gang_status_t gangs_split_parallel(
+    gang_t* g, const gang_parallel_config_t* config, gangs_t** out) {
   GANG_ABI_TRY
   static const char* const api = "gangs_split_parallel";
   gang::abi::out_arg(out, api, "out");
@@ -119,7 +120,8 @@ GANG_API gang_status_t gangs_split_parallel(gang_t* g,
 }
 
 GANG_API gang_t* gangs_get(const gangs_t* gangs, gang_axis_t axis) {
-  if (gangs == nullptr || gangs->magic != gang::abi::kGangsMagic) return nullptr;
+  if (gangs == nullptr || gangs->magic != gang::abi::kGangsMagic)
+    return nullptr;
   if (axis < GANG_AXIS_ROOT || axis > GANG_AXIS_DPCP) return nullptr;
   return gangs->axes[axis];
 }
@@ -128,8 +130,9 @@ GANG_API gang_status_t gangs_destroy(gangs_t* gangs) {
   GANG_ABI_TRY
   if (gangs == nullptr) return GANG_OK;
   if (gangs->magic != gang::abi::kGangsMagic) {
-    gang::fail(Status::kInvalidArgument,
-               "gangs_destroy: gangs is not a live gangs handle (destroyed already?)");
+    gang::fail(
+        Status::kInvalidArgument,
+        "gangs_destroy: gangs is not a live gangs handle (destroyed already?)");
   }
   gangs->magic = 0;
   std::unique_ptr<gangs_s> owned(gangs);

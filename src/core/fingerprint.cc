@@ -59,7 +59,8 @@ std::string describe(const Fingerprint& f) {
       kind != OpKind::kAllToAllV) {
     s += str_cat(", count ", f.count);
   }
-  if (is_reduction(kind)) s += str_cat(", ", reduce_op_name(static_cast<ReduceOp>(f.op)));
+  if (is_reduction(kind))
+    s += str_cat(", ", reduce_op_name(static_cast<ReduceOp>(f.op)));
   if (rooted(kind)) s += str_cat(", root ", f.root);
   return s + ")";
 }
@@ -84,8 +85,8 @@ void Gang::check_fingerprint(const CollectiveArgs& args, uint64_t seq,
     if (theirs.kind != mine.kind || theirs.dtype != mine.dtype ||
         theirs.op != mine.op || theirs.root != mine.root ||
         theirs.count != mine.count) {
-      fail(Status::kMismatch, "ranks called different operations: rank ",
-           rank_, " called ", describe(mine), " but rank ", r, " called ",
+      fail(Status::kMismatch, "ranks called different operations: rank ", rank_,
+           " called ", describe(mine), " but rank ", r, " called ",
            describe(theirs));
     }
   }

@@ -10,19 +10,32 @@ namespace {
 
 const char* status_name(Status s) {
   switch (s) {
-    case Status::kOk: return "ok";
-    case Status::kInProgress: return "IN PROGRESS";
-    case Status::kInvalidArgument: return "invalid argument";
-    case Status::kUnsupported: return "unsupported";
-    case Status::kUnavailable: return "unavailable";
-    case Status::kTimeout: return "TIMEOUT";
-    case Status::kPeerLost: return "PEER LOST";
-    case Status::kMismatch: return "MISMATCH";
-    case Status::kAborted: return "ABORTED";
-    case Status::kStore: return "STORE";
-    case Status::kNoMemory: return "NO MEMORY";
-    case Status::kSystem: return "SYSTEM";
-    case Status::kInternal: return "INTERNAL";
+    case Status::kOk:
+      return "ok";
+    case Status::kInProgress:
+      return "IN PROGRESS";
+    case Status::kInvalidArgument:
+      return "invalid argument";
+    case Status::kUnsupported:
+      return "unsupported";
+    case Status::kUnavailable:
+      return "unavailable";
+    case Status::kTimeout:
+      return "TIMEOUT";
+    case Status::kPeerLost:
+      return "PEER LOST";
+    case Status::kMismatch:
+      return "MISMATCH";
+    case Status::kAborted:
+      return "ABORTED";
+    case Status::kStore:
+      return "STORE";
+    case Status::kNoMemory:
+      return "NO MEMORY";
+    case Status::kSystem:
+      return "SYSTEM";
+    case Status::kInternal:
+      return "INTERNAL";
   }
   return "?";
 }
@@ -84,20 +97,20 @@ void FlightRecorder::dump(const std::string& gang_name, int rank, int size,
   std::lock_guard<std::mutex> lock(mu_);
   std::fprintf(f.get(), "gang \"%s\" rank %d of %d failed: %s\n",
                gang_name.c_str(), rank, size, error.c_str());
-  std::fprintf(f.get(), "%-8s %-8s %-22s %-9s %-5s %-10s %-6s %-12s %s\n", "op#",
-               "seq", "call", "dtype", "op", "count", "root", "status",
+  std::fprintf(f.get(), "%-8s %-8s %-22s %-9s %-5s %-10s %-6s %-12s %s\n",
+               "op#", "seq", "call", "dtype", "op", "count", "root", "status",
                "issued ms ago / took ms");
   const size_t n = ring_.size();
   for (size_t k = 0; k < n; ++k) {
     const Entry& e = ring_[(next_ - n + k) % kCapacity];
     const bool done = e.status != Status::kInProgress;
-    std::fprintf(f.get(), "%-8llu %-8llu %-22s %-9s %-5s %-10zu %-6d %-12s %lld / %s\n",
-                 static_cast<unsigned long long>(e.id),
-                 static_cast<unsigned long long>(e.seq), op_api_name(e.kind),
-                 dtype_name(e.dtype), is_reduction(e.kind) ? reduce_op_name(e.op) : "-",
-                 e.count, e.root,
-                 status_name(e.status), ms(now - e.issued),
-                 done ? std::to_string(ms(e.ended - e.issued)).c_str() : "-");
+    std::fprintf(
+        f.get(), "%-8llu %-8llu %-22s %-9s %-5s %-10zu %-6d %-12s %lld / %s\n",
+        static_cast<unsigned long long>(e.id),
+        static_cast<unsigned long long>(e.seq), op_api_name(e.kind),
+        dtype_name(e.dtype), is_reduction(e.kind) ? reduce_op_name(e.op) : "-",
+        e.count, e.root, status_name(e.status), ms(now - e.issued),
+        done ? std::to_string(ms(e.ended - e.issued)).c_str() : "-");
   }
   std::fprintf(f.get(), "\n");
 }

@@ -80,8 +80,8 @@ Resolved resolve(const GangOptions& o) {
                   ? (o.device_type == DeviceType::kCuda ? "nccl" : "gloo")
                   : o.backend;
   if (!is_known_backend(r.backend)) {
-    fail(Status::kInvalidArgument, "gang_create: options.backend \"",
-         r.backend, "\" is unknown (this build has: ", registered_list(), ")");
+    fail(Status::kInvalidArgument, "gang_create: options.backend \"", r.backend,
+         "\" is unknown (this build has: ", registered_list(), ")");
   }
   return r;
 }
@@ -95,8 +95,7 @@ std::shared_ptr<Gang> Gang::create(const GangOptions& o) {
   const BackendFactory factory = find_backend(r.backend);
   if (!factory) {
     fail(Status::kUnavailable, "gang_create: backend \"", r.backend,
-         "\" is not available in this build (it has: ", registered_list(),
-         ")");
+         "\" is not available in this build (it has: ", registered_list(), ")");
   }
 
   BackendConfig cfg;
@@ -226,9 +225,9 @@ void Gang::check(const CollectiveArgs& args) const {
   const bool emulated = backend_->emulates_peers();
   validate(args, rank_, size_, emulated);
   if (is_reduction(args.kind) && !backend_->supports(args.op, args.dtype)) {
-    fail(Status::kUnsupported, op_api_name(args.kind), ": the ",
-         backend_name(), " backend cannot reduce ", dtype_name(args.dtype),
-         " with ", reduce_op_name(args.op));
+    fail(Status::kUnsupported, op_api_name(args.kind), ": the ", backend_name(),
+         " backend cannot reduce ", dtype_name(args.dtype), " with ",
+         reduce_op_name(args.op));
   }
   if (emulated && (args.kind == OpKind::kSend || args.kind == OpKind::kRecv)) {
     fail(Status::kUnsupported, op_api_name(args.kind),
@@ -270,8 +269,8 @@ std::shared_ptr<Work> Gang::group_end(bool async) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (!group_open_) {
-      fail(Status::kInvalidArgument, "gang_group_end: no group is open on gang \"",
-           name_, "\"");
+      fail(Status::kInvalidArgument,
+           "gang_group_end: no group is open on gang \"", name_, "\"");
     }
     group_open_ = false;
     ops.swap(group_);
@@ -282,20 +281,22 @@ std::shared_ptr<Work> Gang::group_end(bool async) {
 
 void Gang::throw_failed(const char* api) const {
   std::lock_guard<std::mutex> lock(fail_mu_);
-  fail(Status::kAborted, api, ": gang \"", name_, "\" failed earlier: ",
-       failure_);
+  fail(Status::kAborted, api, ": gang \"", name_,
+       "\" failed earlier: ", failure_);
 }
 
 std::shared_ptr<Work> Gang::submit(std::vector<CollectiveArgs> ops,
                                    bool async) {
-  const char* api = ops.size() == 1 ? op_api_name(ops[0].kind) : "gang_group_end";
+  const char* api =
+      ops.size() == 1 ? op_api_name(ops[0].kind) : "gang_group_end";
   if (failed_.load() != 0) throw_failed(api);
 
   auto task = std::make_shared<Task>();
   task->deadline = deadline_after(timeout());
   std::weak_ptr<Gang> self = weak_from_this();
   std::unique_lock<std::mutex> lock(mu_);
-  if (stopping_) fail(Status::kAborted, api, ": gang \"", name_, "\" is being destroyed");
+  if (stopping_)
+    fail(Status::kAborted, api, ": gang \"", name_, "\" is being destroyed");
   task->id = next_issue_++;
   for (const auto& op : ops) {
     const bool p2p = op.kind == OpKind::kSend || op.kind == OpKind::kRecv;
@@ -354,9 +355,9 @@ void Gang::execute(Task& task) {
   if (failed_.load() != 0) {
     std::lock_guard<std::mutex> lock(fail_mu_);
     if (recorder_) recorder_->ended(task.id, Status::kAborted);
-    task.work->complete(Status::kAborted,
-                        str_cat(api, ": gang \"", name_,
-                                "\" failed earlier: ", failure_));
+    task.work->complete(
+        Status::kAborted,
+        str_cat(api, ": gang \"", name_, "\" failed earlier: ", failure_));
     return;
   }
   Status status = Status::kOk;
@@ -411,7 +412,8 @@ void Gang::run_blocking(CollectiveArgs args) {
   if (s != Status::kOk) throw Error(s, message);
 }
 
-// ---- failure and teardown ------------------------------------------------------
+// ---- failure and teardown
+// ------------------------------------------------------
 
 void Gang::mark_failed(Status status, const std::string& message) {
   int expected = 0;
@@ -434,8 +436,8 @@ void Gang::mark_failed(Status status, const std::string& message) {
 }
 
 void Gang::abort() {
-  mark_failed(Status::kAborted, str_cat("gang_abort was called on gang \"", name_,
-                                 "\" rank ", rank_));
+  mark_failed(Status::kAborted, str_cat("gang_abort was called on gang \"",
+                                        name_, "\" rank ", rank_));
   cv_.notify_all();
 }
 
@@ -447,8 +449,9 @@ void Gang::shutdown() {
     });
     if (!idle) {
       lock.unlock();
-      mark_failed(Status::kAborted, str_cat("gang \"", name_,
-                                     "\" was destroyed with operations in flight"));
+      mark_failed(Status::kAborted,
+                  str_cat("gang \"", name_,
+                          "\" was destroyed with operations in flight"));
       lock.lock();
     }
     stopping_ = true;

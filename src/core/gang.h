@@ -122,12 +122,10 @@ class Gang : public std::enable_shared_from_this<Gang> {
   Gang() = default;
 
   // The part of create() after the rendezvous is chosen.
-  static std::shared_ptr<Gang> finish_create(const std::string& name, int rank,
-                                             int size, BackendFactory factory,
-                                             const BackendConfig& config,
-                                             const std::string& prefix,
-                                             std::shared_ptr<store::Store> store,
-                                             bool debug);
+  static std::shared_ptr<Gang> finish_create(
+      const std::string& name, int rank, int size, BackendFactory factory,
+      const BackendConfig& config, const std::string& prefix,
+      std::shared_ptr<store::Store> store, bool debug);
   static std::shared_ptr<Gang> make(std::string name, int rank, int size,
                                     std::vector<int> root_ranks,
                                     BackendFactory factory,

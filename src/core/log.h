@@ -11,10 +11,10 @@ void log_line(env::LogLevel level, const std::string& line);
 
 }  // namespace gang::core
 
-#define GANG_LOG(level, ...)                                              \
-  do {                                                                    \
-    if (::gang::core::log_enabled(::gang::core::env::LogLevel::level)) {  \
-      ::gang::core::log_line(::gang::core::env::LogLevel::level,          \
-                             ::gang::str_cat(__VA_ARGS__));               \
-    }                                                                     \
+#define GANG_LOG(level, ...)                                             \
+  do {                                                                   \
+    if (::gang::core::log_enabled(::gang::core::env::LogLevel::level)) { \
+      ::gang::core::log_line(::gang::core::env::LogLevel::level,         \
+                             ::gang::str_cat(__VA_ARGS__));              \
+    }                                                                    \
   } while (0)

@@ -73,10 +73,12 @@ void reduce_half(void* out, const void* a, const void* b, size_t n,
       for (size_t i = 0; i < n; ++i) o[i] = Narrow(Widen(x[i]) * Widen(y[i]));
       return;
     case ReduceOp::kMin:
-      for (size_t i = 0; i < n; ++i) o[i] = Widen(y[i]) < Widen(x[i]) ? y[i] : x[i];
+      for (size_t i = 0; i < n; ++i)
+        o[i] = Widen(y[i]) < Widen(x[i]) ? y[i] : x[i];
       return;
     case ReduceOp::kMax:
-      for (size_t i = 0; i < n; ++i) o[i] = Widen(x[i]) < Widen(y[i]) ? y[i] : x[i];
+      for (size_t i = 0; i < n; ++i)
+        o[i] = Widen(x[i]) < Widen(y[i]) ? y[i] : x[i];
       return;
   }
 }
@@ -105,35 +107,51 @@ void divide_half(void* buf, size_t n, int size) {
 void reduce(void* out, const void* a, const void* b, size_t n, DType dtype,
             ReduceOp op) {
   switch (dtype) {
-    case DType::kInt8: return reduce_native<int8_t>(out, a, b, n, op);
-    case DType::kUInt8: return reduce_native<uint8_t>(out, a, b, n, op);
-    case DType::kInt32: return reduce_native<int32_t>(out, a, b, n, op);
-    case DType::kUInt32: return reduce_native<uint32_t>(out, a, b, n, op);
-    case DType::kInt64: return reduce_native<int64_t>(out, a, b, n, op);
-    case DType::kUInt64: return reduce_native<uint64_t>(out, a, b, n, op);
+    case DType::kInt8:
+      return reduce_native<int8_t>(out, a, b, n, op);
+    case DType::kUInt8:
+      return reduce_native<uint8_t>(out, a, b, n, op);
+    case DType::kInt32:
+      return reduce_native<int32_t>(out, a, b, n, op);
+    case DType::kUInt32:
+      return reduce_native<uint32_t>(out, a, b, n, op);
+    case DType::kInt64:
+      return reduce_native<int64_t>(out, a, b, n, op);
+    case DType::kUInt64:
+      return reduce_native<uint64_t>(out, a, b, n, op);
     case DType::kFloat16:
       return reduce_half<half_to_float, float_to_half>(out, a, b, n, op);
     case DType::kBFloat16:
       return reduce_half<bf16_to_float, float_to_bf16>(out, a, b, n, op);
-    case DType::kFloat32: return reduce_native<float>(out, a, b, n, op);
-    case DType::kFloat64: return reduce_native<double>(out, a, b, n, op);
+    case DType::kFloat32:
+      return reduce_native<float>(out, a, b, n, op);
+    case DType::kFloat64:
+      return reduce_native<double>(out, a, b, n, op);
   }
 }
 
 void finish_avg(void* buf, size_t n, DType dtype, int size) {
   switch (dtype) {
-    case DType::kInt8: return divide_native<int8_t>(buf, n, size);
-    case DType::kUInt8: return divide_native<uint8_t>(buf, n, size);
-    case DType::kInt32: return divide_native<int32_t>(buf, n, size);
-    case DType::kUInt32: return divide_native<uint32_t>(buf, n, size);
-    case DType::kInt64: return divide_native<int64_t>(buf, n, size);
-    case DType::kUInt64: return divide_native<uint64_t>(buf, n, size);
+    case DType::kInt8:
+      return divide_native<int8_t>(buf, n, size);
+    case DType::kUInt8:
+      return divide_native<uint8_t>(buf, n, size);
+    case DType::kInt32:
+      return divide_native<int32_t>(buf, n, size);
+    case DType::kUInt32:
+      return divide_native<uint32_t>(buf, n, size);
+    case DType::kInt64:
+      return divide_native<int64_t>(buf, n, size);
+    case DType::kUInt64:
+      return divide_native<uint64_t>(buf, n, size);
     case DType::kFloat16:
       return divide_half<half_to_float, float_to_half>(buf, n, size);
     case DType::kBFloat16:
       return divide_half<bf16_to_float, float_to_bf16>(buf, n, size);
-    case DType::kFloat32: return divide_native<float>(buf, n, size);
-    case DType::kFloat64: return divide_native<double>(buf, n, size);
+    case DType::kFloat32:
+      return divide_native<float>(buf, n, size);
+    case DType::kFloat64:
+      return divide_native<double>(buf, n, size);
   }
 }
 

@@ -56,12 +56,12 @@ std::shared_ptr<Gang> Gang::create_subgang(const std::vector<int>& ranks) {
   for (size_t i = 0; i < ranks.size(); ++i) {
     const int r = ranks[i];
     if (r < 0 || r >= size_) {
-      fail(Status::kInvalidArgument, "gang_create_subgang: ranks[", i, "] ",
-           r, " is out of range for a gang of size ", size_);
+      fail(Status::kInvalidArgument, "gang_create_subgang: ranks[", i, "] ", r,
+           " is out of range for a gang of size ", size_);
     }
     if (seen[static_cast<size_t>(r)]++) {
-      fail(Status::kInvalidArgument, "gang_create_subgang: ranks[", i, "] ",
-           r, " is listed twice");
+      fail(Status::kInvalidArgument, "gang_create_subgang: ranks[", i, "] ", r,
+           " is listed twice");
     }
     if (r == rank_) index = static_cast<int>(i);
   }

@@ -14,9 +14,9 @@ struct DTypeInfo {
 
 // Indexed by DType.
 constexpr DTypeInfo kDTypes[] = {
-    {1, "int8", false},    {1, "uint8", false},   {4, "int32", false},
-    {4, "uint32", false},  {8, "int64", false},   {8, "uint64", false},
-    {2, "float16", true},  {2, "bfloat16", true}, {4, "float32", true},
+    {1, "int8", false},   {1, "uint8", false},   {4, "int32", false},
+    {4, "uint32", false}, {8, "int64", false},   {8, "uint64", false},
+    {2, "float16", true}, {2, "bfloat16", true}, {4, "float32", true},
     {8, "float64", true},
 };
 

@@ -14,7 +14,10 @@ constexpr int kTagMax = std::numeric_limits<int32_t>::max();
 class Checker {
  public:
   Checker(const CollectiveArgs& a, int rank, int size)
-      : a_(a), rank_(rank), size_(size), api_(op_api_name(a.kind)),
+      : a_(a),
+        rank_(rank),
+        size_(size),
+        api_(op_api_name(a.kind)),
         esize_(dtype_size(a.dtype)) {}
 
   [[noreturn]] void bad(const std::string& what) const {
@@ -26,7 +29,8 @@ class Checker {
     const size_t max = std::numeric_limits<size_t>::max();
     if (times != 0 && n > max / times / esize_) {
       bad(str_cat(what, " ", n, " overflows the address space for ",
-                  dtype_name(a_.dtype), times > 1 ? str_cat(" x ", times) : ""));
+                  dtype_name(a_.dtype),
+                  times > 1 ? str_cat(" x ", times) : ""));
     }
     return n * times * esize_;
   }
@@ -51,8 +55,7 @@ class Checker {
 
   void rank_arg(int r, const char* name) const {
     if (r < 0 || r >= size_) {
-      bad(str_cat(name, " ", r, " is out of range for a gang of size ",
-                  size_));
+      bad(str_cat(name, " ", r, " is out of range for a gang of size ", size_));
     }
   }
 
@@ -65,9 +68,8 @@ class Checker {
 
   // send and recv may share memory only when send starts exactly at
   // recv + in_place_offset elements (a negative offset: never).
-  void overlap(const void* send, size_t sbytes, const void* recv,
-               size_t rbytes, long long in_place_elems,
-               const char* rule) const {
+  void overlap(const void* send, size_t sbytes, const void* recv, size_t rbytes,
+               long long in_place_elems, const char* rule) const {
     if (send == nullptr || recv == nullptr || sbytes == 0 || rbytes == 0) {
       return;
     }

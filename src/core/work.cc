@@ -3,10 +3,13 @@
 namespace gang::core {
 
 Work::Work(Clock::time_point deadline,
-           std::function<void(const std::string&)> on_overdue,
-           const char* api, uint64_t id, std::string gang_name)
-    : deadline_(deadline), on_overdue_(std::move(on_overdue)), api_(api),
-      id_(id), gang_name_(std::move(gang_name)) {}
+           std::function<void(const std::string&)> on_overdue, const char* api,
+           uint64_t id, std::string gang_name)
+    : deadline_(deadline),
+      on_overdue_(std::move(on_overdue)),
+      api_(api),
+      id_(id),
+      gang_name_(std::move(gang_name)) {}
 
 void Work::complete(Status status, const std::string& message) {
   {

@@ -19,8 +19,12 @@ constexpr std::chrono::milliseconds kStoreTimeout(2000);
 constexpr std::chrono::milliseconds kPollInterval(200);
 constexpr std::chrono::seconds kLostAfter(15);
 
-std::string text(const store::Bytes& b) { return std::string(b.begin(), b.end()); }
-store::Bytes bytes(const std::string& s) { return store::Bytes(s.begin(), s.end()); }
+std::string text(const store::Bytes& b) {
+  return std::string(b.begin(), b.end());
+}
+store::Bytes bytes(const std::string& s) {
+  return store::Bytes(s.begin(), s.end());
+}
 
 std::string config_of(const Options& o) {
   return "nnodes=" + std::to_string(o.nnodes) +
@@ -88,8 +92,8 @@ void Cluster::join(Clock::time_point deadline, SignalFd& signals) {
       throw LaunchError("cannot reach node 0's store at " + url_ + ": " +
                         last_error);
     }
-    const int sig = signals.wait_terminating(
-        std::min(millis_until(deadline), static_cast<int>(kPollInterval.count())));
+    const int sig = signals.wait_terminating(std::min(
+        millis_until(deadline), static_cast<int>(kPollInterval.count())));
     if (sig != 0) throw Interrupted{sig};
   }
 }
@@ -206,7 +210,8 @@ void Cluster::poll_once() {
       state_.all_finished = true;
       news = true;
     }
-    if (joined_finished != state_.joined_finished || lost != state_.lost_nodes) {
+    if (joined_finished != state_.joined_finished ||
+        lost != state_.lost_nodes) {
       state_.joined_finished = joined_finished;
       state_.lost_nodes = lost;
       news = true;

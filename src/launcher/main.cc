@@ -78,8 +78,8 @@ Outcome launch(const Options& o) {
   }
   if (o.verbose) {
     say(std::string(server ? "serving" : "using") + " the store at " +
-        tcp_url(o.master_addr, job.store_port) + "; MASTER_PORT=" +
-        std::to_string(job.torch_port));
+        tcp_url(o.master_addr, job.store_port) +
+        "; MASTER_PORT=" + std::to_string(job.torch_port));
   }
 
   const std::vector<std::string> env = current_environment();

@@ -11,12 +11,12 @@ struct Options {
   int nnodes = 1;
   int node_rank = 0;
   std::string master_addr = "127.0.0.1";
-  int master_port = 0;  // 0: a free one (one node only)
-  bool prefix = false;  // "[rank R] " before every output line
-  bool tee = false;     // also write each rank's output to log_dir
-  std::string log_dir;  // default "gangrun-logs" when tee is set
-  double timeout_s = 0;          // whole job; 0: none
-  double grace_s = 5;            // SIGTERM -> SIGKILL
+  int master_port = 0;             // 0: a free one (one node only)
+  bool prefix = false;             // "[rank R] " before every output line
+  bool tee = false;                // also write each rank's output to log_dir
+  std::string log_dir;             // default "gangrun-logs" when tee is set
+  double timeout_s = 0;            // whole job; 0: none
+  double grace_s = 5;              // SIGTERM -> SIGKILL
   double connect_timeout_s = 300;  // nodes > 0 waiting for node 0's store
   bool verbose = false;
   std::vector<std::string> command;  // program and its arguments

@@ -15,7 +15,8 @@ namespace gang::launcher {
 class Sink {
  public:
   explicit Sink(int fd) : fd_(fd) {}
-  explicit Sink(store::UniqueFd owned) : fd_(owned.get()), owned_(std::move(owned)) {}
+  explicit Sink(store::UniqueFd owned)
+      : fd_(owned.get()), owned_(std::move(owned)) {}
   void write(const std::string& data);
 
  private:

@@ -17,9 +17,7 @@
 
 namespace gang::launcher {
 
-std::string errno_text(int err) {
-  return std::system_category().message(err);
-}
+std::string errno_text(int err) { return std::system_category().message(err); }
 
 bool write_all(int fd, const char* data, size_t n) {
   while (n > 0) {
@@ -64,16 +62,16 @@ std::string signal_name(int sig) {
     const char* name;
   };
   static constexpr Name kNames[] = {
-      {SIGHUP, "SIGHUP"},   {SIGINT, "SIGINT"},     {SIGQUIT, "SIGQUIT"},
-      {SIGILL, "SIGILL"},   {SIGTRAP, "SIGTRAP"},   {SIGABRT, "SIGABRT"},
-      {SIGBUS, "SIGBUS"},   {SIGFPE, "SIGFPE"},     {SIGKILL, "SIGKILL"},
-      {SIGUSR1, "SIGUSR1"}, {SIGSEGV, "SIGSEGV"},   {SIGUSR2, "SIGUSR2"},
-      {SIGPIPE, "SIGPIPE"}, {SIGALRM, "SIGALRM"},   {SIGTERM, "SIGTERM"},
-      {SIGCHLD, "SIGCHLD"}, {SIGCONT, "SIGCONT"},   {SIGSTOP, "SIGSTOP"},
-      {SIGTSTP, "SIGTSTP"}, {SIGTTIN, "SIGTTIN"},   {SIGTTOU, "SIGTTOU"},
-      {SIGURG, "SIGURG"},   {SIGXCPU, "SIGXCPU"},   {SIGXFSZ, "SIGXFSZ"},
+      {SIGHUP, "SIGHUP"},       {SIGINT, "SIGINT"},   {SIGQUIT, "SIGQUIT"},
+      {SIGILL, "SIGILL"},       {SIGTRAP, "SIGTRAP"}, {SIGABRT, "SIGABRT"},
+      {SIGBUS, "SIGBUS"},       {SIGFPE, "SIGFPE"},   {SIGKILL, "SIGKILL"},
+      {SIGUSR1, "SIGUSR1"},     {SIGSEGV, "SIGSEGV"}, {SIGUSR2, "SIGUSR2"},
+      {SIGPIPE, "SIGPIPE"},     {SIGALRM, "SIGALRM"}, {SIGTERM, "SIGTERM"},
+      {SIGCHLD, "SIGCHLD"},     {SIGCONT, "SIGCONT"}, {SIGSTOP, "SIGSTOP"},
+      {SIGTSTP, "SIGTSTP"},     {SIGTTIN, "SIGTTIN"}, {SIGTTOU, "SIGTTOU"},
+      {SIGURG, "SIGURG"},       {SIGXCPU, "SIGXCPU"}, {SIGXFSZ, "SIGXFSZ"},
       {SIGVTALRM, "SIGVTALRM"}, {SIGPROF, "SIGPROF"}, {SIGWINCH, "SIGWINCH"},
-      {SIGIO, "SIGIO"},     {SIGSYS, "SIGSYS"},
+      {SIGIO, "SIGIO"},         {SIGSYS, "SIGSYS"},
   };
   for (const Name& n : kNames) {
     if (n.sig == sig) return n.name;

@@ -25,9 +25,9 @@ std::vector<std::pair<std::string, std::string>> launch_variables(
 // `base` ("NAME=value" entries, e.g. from environ) with every launch
 // variable replaced and TORCHELASTIC_USE_AGENT_STORE removed (gangrun hosts
 // no PyTorch store for the program to join).
-std::vector<std::string> rank_environment(
-    const std::vector<std::string>& base, const Options& o,
-    const JobLayout& job, int local_rank);
+std::vector<std::string> rank_environment(const std::vector<std::string>& base,
+                                          const Options& o,
+                                          const JobLayout& job, int local_rank);
 
 // This process's environment as "NAME=value" entries.
 std::vector<std::string> current_environment();

@@ -77,8 +77,10 @@ void Supervisor::spawn_all(const std::vector<SpawnSpec>& specs) {
     r.child = Child::spawn(specs[i], &out, &err);
     const std::string prefix =
         options_.prefix ? "[rank " + std::to_string(r.rank) + "] " : "";
-    r.out = std::make_unique<OutputStream>(std::move(out), &stdout_, prefix, tee);
-    r.err = std::make_unique<OutputStream>(std::move(err), &stderr_, prefix, tee);
+    r.out =
+        std::make_unique<OutputStream>(std::move(out), &stdout_, prefix, tee);
+    r.err =
+        std::make_unique<OutputStream>(std::move(err), &stderr_, prefix, tee);
     if (options_.verbose) {
       say("started rank " + std::to_string(r.rank) + " (pid " +
           std::to_string(r.child.pid()) + ")");
@@ -88,9 +90,9 @@ void Supervisor::spawn_all(const std::vector<SpawnSpec>& specs) {
 }
 
 size_t Supervisor::running() const {
-  return static_cast<size_t>(std::count_if(
-      ranks_.begin(), ranks_.end(),
-      [](const Rank& r) { return r.child.running(); }));
+  return static_cast<size_t>(
+      std::count_if(ranks_.begin(), ranks_.end(),
+                    [](const Rank& r) { return r.child.running(); }));
 }
 
 bool Supervisor::streams_open() const {
@@ -116,10 +118,10 @@ bool Supervisor::begin_stop(Reason reason, int exit_code,
   say(message);
   if (cluster_ && reason != Reason::kRemote) {
     cluster_->report_failure(
-        exit_code, for_other_nodes.empty()
-                       ? "node " + std::to_string(options_.node_rank) + ": " +
-                             message
-                       : for_other_nodes);
+        exit_code,
+        for_other_nodes.empty()
+            ? "node " + std::to_string(options_.node_rank) + ": " + message
+            : for_other_nodes);
   }
   if (options_.verbose && running() > 0) {
     say("sending " + signal_name(sig) + " to " + plural(running(), "rank"));
@@ -157,10 +159,10 @@ void Supervisor::on_signal(int sig) {
   }
   const size_t n = running();
   if (reason_ == Reason::kNone) {
-    begin_stop(Reason::kSignal, 128 + sig,
-               "received " + signal_name(sig) + "; stopping " +
-                   plural(n, "rank"),
-               sig);
+    begin_stop(
+        Reason::kSignal, 128 + sig,
+        "received " + signal_name(sig) + "; stopping " + plural(n, "rank"),
+        sig);
     return;
   }
   if (!killed_) kill_all("received " + signal_name(sig) + " again");
@@ -183,15 +185,16 @@ void Supervisor::check_waiting() {
   const ClusterState& s = cluster_state_;
   // An aborted job waits for the nodes that joined, and a little for the
   // others, so a node starting late still learns of the abort.
-  const bool aborted_and_settled =
-      reason_ != Reason::kNone && s.joined_finished && linger_deadline_ &&
-      Clock::now() >= *linger_deadline_;
+  const bool aborted_and_settled = reason_ != Reason::kNone &&
+                                   s.joined_finished && linger_deadline_ &&
+                                   Clock::now() >= *linger_deadline_;
   if (s.all_finished || aborted_and_settled) {
     if (options_.verbose) say("every node has finished");
     waiting_done_ = true;
   } else if (!s.lost_nodes.empty()) {
     std::string nodes;
-    for (int k : s.lost_nodes) nodes += (nodes.empty() ? "" : ", ") + std::to_string(k);
+    for (int k : s.lost_nodes)
+      nodes += (nodes.empty() ? "" : ", ") + std::to_string(k);
     say("no sign of life from node " + nodes +
         " for 15 s; not waiting for it any longer");
     if (exit_code_ == 0) exit_code_ = 1;
@@ -215,8 +218,9 @@ void Supervisor::reap() {
                  who + " on node " + std::to_string(options_.node_rank) + " " +
                      st.describe());
       if (n > 0 && !options_.verbose) {
-        say("stopping the other " + plural(n, "rank") + " (SIGTERM, SIGKILL after " +
-            format_seconds(options_.grace_s) + " s)");
+        say("stopping the other " + plural(n, "rank") +
+            " (SIGTERM, SIGKILL after " + format_seconds(options_.grace_s) +
+            " s)");
       }
     } else if (options_.verbose) {
       say(line);
@@ -237,7 +241,8 @@ void Supervisor::check_deadlines() {
   check_waiting();
   if (kill_deadline_ && !killed_ && now >= *kill_deadline_) {
     kill_all("ranks still running " + format_seconds(options_.grace_s) +
-             " s after " + (reason_ == Reason::kSignal ? "the signal" : "SIGTERM"));
+             " s after " +
+             (reason_ == Reason::kSignal ? "the signal" : "SIGTERM"));
   }
 }
 
@@ -246,7 +251,8 @@ int Supervisor::poll_timeout() const {
   if (reason_ == Reason::kNone) next = std::min(next, job_deadline_);
   if (kill_deadline_ && !killed_) next = std::min(next, *kill_deadline_);
   if (drain_deadline_) next = std::min(next, *drain_deadline_);
-  if (linger_deadline_ && !waiting_done_) next = std::min(next, *linger_deadline_);
+  if (linger_deadline_ && !waiting_done_)
+    next = std::min(next, *linger_deadline_);
   return next == Clock::time_point::max() ? -1 : millis_until(next);
 }
 

@@ -9,9 +9,7 @@ namespace gang::store {
 // the limit is reported with the key the store actually saw.
 PrefixStore::PrefixStore(std::shared_ptr<Store> inner, std::string prefix,
                          Millis timeout)
-    : Store(timeout),
-      inner_(std::move(inner)),
-      prefix_(std::move(prefix)) {}
+    : Store(timeout), inner_(std::move(inner)), prefix_(std::move(prefix)) {}
 
 void PrefixStore::set(const std::string& key, const Bytes& value) {
   check_key(key);

@@ -14,8 +14,7 @@ class PrefixStore : public Store {
  public:
   // Waits (get, wait) last at most `timeout`, which may differ from the
   // inner store's: a gang bounds its rendezvous by its own timeout.
-  PrefixStore(std::shared_ptr<Store> inner, std::string prefix,
-              Millis timeout);
+  PrefixStore(std::shared_ptr<Store> inner, std::string prefix, Millis timeout);
 
   void set(const std::string& key, const Bytes& value) override;
   using Store::get;

@@ -117,8 +117,7 @@ std::shared_ptr<Store> open(const std::string& url, bool is_server,
     int port = 0;
     parse_host_port(url, authority, &host, &port);
     if (port == 0) fail_url(url, "a redis store needs a nonzero port");
-    return std::make_shared<RedisStore>(std::move(host), port, prefix,
-                                        timeout);
+    return std::make_shared<RedisStore>(std::move(host), port, prefix, timeout);
   }
   if (scheme == "file") {
     // file://host/dir names a remote host, which we cannot reach.

@@ -81,7 +81,7 @@ TcpStore::Answer TcpStore::call(Op op, const std::string& key,
       answer.status = rh.status;
       answer.value.resize(rh.value_len);
       io = net::recv_all(fd.get(), answer.value.data(), answer.value.size(),
-                    deadline);
+                         deadline);
     }
   }
 

@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "store/store.h"
 #include "store/socket_io.h"
+#include "store/store.h"
 #include "store/tcp_protocol.h"
 #include "store/tcp_server.h"
 #include "store/unique_fd.h"

@@ -102,17 +102,28 @@ Layout::Layout(int size, const ParallelConfig& c, const char* api)
 
 int Layout::degree(Axis axis) const {
   switch (axis) {
-    case Axis::kRoot: return size_;
-    case Axis::kTp: return degree_[0];
-    case Axis::kCp: return degree_[1];
-    case Axis::kPp: return degree_[2];
-    case Axis::kDp: return degree_[3];
-    case Axis::kDpcp: return degree_[3] * degree_[1];
-    case Axis::kMp: return degree_[0] * degree_[2];
-    case Axis::kEp: return ep_;
-    case Axis::kEdp: return degree_[3] * degree_[1] / ep_;
-    case Axis::kSdp: return sdp_;
-    case Axis::kRdp: return degree_[3] * degree_[1] / sdp_;
+    case Axis::kRoot:
+      return size_;
+    case Axis::kTp:
+      return degree_[0];
+    case Axis::kCp:
+      return degree_[1];
+    case Axis::kPp:
+      return degree_[2];
+    case Axis::kDp:
+      return degree_[3];
+    case Axis::kDpcp:
+      return degree_[3] * degree_[1];
+    case Axis::kMp:
+      return degree_[0] * degree_[2];
+    case Axis::kEp:
+      return ep_;
+    case Axis::kEdp:
+      return degree_[3] * degree_[1] / ep_;
+    case Axis::kSdp:
+      return sdp_;
+    case Axis::kRdp:
+      return degree_[3] * degree_[1] / sdp_;
   }
   return 0;
 }
@@ -131,7 +142,8 @@ int Layout::rank_of(const Coords& c) const {
          c.dp * stride_[3];
 }
 
-std::vector<int> Layout::vary(int rank, std::initializer_list<int> slots) const {
+std::vector<int> Layout::vary(int rank,
+                              std::initializer_list<int> slots) const {
   // Clear the varying coordinates, then enumerate them; sorting gives the
   // order in which earlier axes of `order` vary faster.
   int base = rank;
@@ -152,13 +164,20 @@ std::vector<int> Layout::vary(int rank, std::initializer_list<int> slots) const 
 
 std::vector<int> Layout::group(Axis axis, int rank) const {
   switch (axis) {
-    case Axis::kRoot: return vary(rank, {0, 1, 2, 3});
-    case Axis::kTp: return vary(rank, {0});
-    case Axis::kCp: return vary(rank, {1});
-    case Axis::kPp: return vary(rank, {2});
-    case Axis::kDp: return vary(rank, {3});
-    case Axis::kDpcp: return vary(rank, {3, 1});
-    case Axis::kMp: return vary(rank, {0, 2});
+    case Axis::kRoot:
+      return vary(rank, {0, 1, 2, 3});
+    case Axis::kTp:
+      return vary(rank, {0});
+    case Axis::kCp:
+      return vary(rank, {1});
+    case Axis::kPp:
+      return vary(rank, {2});
+    case Axis::kDp:
+      return vary(rank, {3});
+    case Axis::kDpcp:
+      return vary(rank, {3, 1});
+    case Axis::kMp:
+      return vary(rank, {0, 2});
     case Axis::kEp:
     case Axis::kEdp:
     case Axis::kSdp:

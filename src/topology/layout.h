@@ -37,9 +37,9 @@ struct ParallelConfig {
   int tp = 1;
   int cp = 1;
   int pp = 1;
-  int dp = -1;   // -1: size / (tp*cp*pp)
+  int dp = -1;  // -1: size / (tp*cp*pp)
   int ep = 1;
-  int sdp = -1;  // -1: dp*cp (full shard)
+  int sdp = -1;       // -1: dp*cp (full shard)
   std::string order;  // "": "tp-cp-pp-dp"
 };
 

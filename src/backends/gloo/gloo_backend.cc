@@ -20,10 +20,10 @@ using core::OpKind;
 using Millis = std::chrono::milliseconds;
 
 Millis remaining(Clock::time_point deadline) {
-  const auto left =
-      std::chrono::duration_cast<Millis>(deadline - Clock::now());
+  const auto left = std::chrono::duration_cast<Millis>(deadline - Clock::now());
   if (left.count() <= 0) {
-    fail(Status::kTimeout, "the gang's timeout passed before the operation started");
+    fail(Status::kTimeout,
+         "the gang's timeout passed before the operation started");
   }
   return left;
 }
@@ -34,8 +34,11 @@ GlooBackend::GlooBackend(const core::BackendConfig& config,
                          std::shared_ptr<::gloo::transport::Device> device,
                          std::shared_ptr<::gloo::rendezvous::Context> context,
                          std::vector<ino_t> sockets)
-    : rank_(config.rank), size_(config.size), device_(std::move(device)),
-      context_(std::move(context)), sockets_(std::move(sockets)) {}
+    : rank_(config.rank),
+      size_(config.size),
+      device_(std::move(device)),
+      context_(std::move(context)),
+      sockets_(std::move(sockets)) {}
 
 GlooBackend::~GlooBackend() = default;
 
@@ -93,8 +96,7 @@ void GlooBackend::run_group(const std::vector<CollectiveArgs>& ops,
     for (size_t i = 0; i < ops.size(); ++i) {
       const auto& op = ops[i];
       if (op.kind != OpKind::kSend && op.kind != OpKind::kRecv) {
-        run_collective(context_, op, static_cast<uint32_t>(seqs[i]),
-                       timeout);
+        run_collective(context_, op, static_cast<uint32_t>(seqs[i]), timeout);
       }
     }
     for (auto& p : posted) finish_p2p(p, timeout);
@@ -121,8 +123,11 @@ std::unique_ptr<core::Backend> make_gloo(const core::BackendConfig& c) {
   if (const auto* parent = dynamic_cast<const GlooBackend*>(c.parent)) {
     device = parent->device();
   }
-  if (c.size == 1) return std::make_unique<GlooBackend>(c, device, nullptr, std::vector<ino_t>{});
-  if (!c.store) fail(Status::kInternal, "gloo: a gang of size ", c.size, " has no store");
+  if (c.size == 1)
+    return std::make_unique<GlooBackend>(c, device, nullptr,
+                                         std::vector<ino_t>{});
+  if (!c.store)
+    fail(Status::kInternal, "gloo: a gang of size ", c.size, " has no store");
   if (!device) device = make_device(c.store->host());
 
   auto context = std::make_shared<::gloo::rendezvous::Context>(c.rank, c.size);

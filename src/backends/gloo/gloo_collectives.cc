@@ -44,9 +44,7 @@ constexpr size_t kDirectAllReduceBytes = 256 * 1024;
 // one that is not null.
 uint8_t g_empty;
 
-uint8_t* bytes_ptr(void* p) {
-  return p ? static_cast<uint8_t*>(p) : &g_empty;
-}
+uint8_t* bytes_ptr(void* p) { return p ? static_cast<uint8_t*>(p) : &g_empty; }
 uint8_t* bytes_ptr(const void* p) {
   // Gloo's option setters take non-const pointers even for inputs it only
   // reads.
@@ -59,8 +57,7 @@ std::vector<size_t> scaled(const std::vector<size_t>& counts, size_t esize) {
   return out;
 }
 
-std::vector<int64_t> scaled64(const std::vector<size_t>& counts,
-                              size_t esize) {
+std::vector<int64_t> scaled64(const std::vector<size_t>& counts, size_t esize) {
   std::vector<int64_t> out(counts.size());
   for (size_t i = 0; i < counts.size(); ++i) {
     out[i] = static_cast<int64_t>(counts[i] * esize);
@@ -73,10 +70,14 @@ std::vector<int64_t> scaled64(const std::vector<size_t>& counts,
 template <typename F>
 void with_element(size_t esize, F&& f) {
   switch (esize) {
-    case 1: return f(uint8_t{});
-    case 2: return f(uint16_t{});
-    case 4: return f(uint32_t{});
-    default: return f(uint64_t{});
+    case 1:
+      return f(uint8_t{});
+    case 2:
+      return f(uint16_t{});
+    case 4:
+      return f(uint32_t{});
+    default:
+      return f(uint64_t{});
   }
 }
 
@@ -117,29 +118,33 @@ void direct_all_reduce(const std::shared_ptr<::gloo::Context>& ctx,
   }
 }
 
-void all_reduce(const std::shared_ptr<::gloo::Context>& ctx, const CollectiveArgs& a, uint32_t tag,
-                Millis timeout, const void* send, void* recv) {
+void all_reduce(const std::shared_ptr<::gloo::Context>& ctx,
+                const CollectiveArgs& a, uint32_t tag, Millis timeout,
+                const void* send, void* recv) {
   const size_t bytes = a.count * core::dtype_size(a.dtype);
   if (bytes * static_cast<size_t>(ctx->size - 1) <= kDirectAllReduceBytes) {
     direct_all_reduce(ctx, a, tag, timeout, send, recv);
-    if (a.op == ReduceOp::kAvg) core::finish_avg(recv, a.count, a.dtype, ctx->size);
+    if (a.op == ReduceOp::kAvg)
+      core::finish_avg(recv, a.count, a.dtype, ctx->size);
     return;
   }
   with_element(core::dtype_size(a.dtype), [&](auto t) {
     using T = decltype(t);
     ::gloo::AllreduceOptions o(ctx);
-    if (send != recv) o.setInput(static_cast<T*>(const_cast<void*>(send)), a.count);
+    if (send != recv)
+      o.setInput(static_cast<T*>(const_cast<void*>(send)), a.count);
     o.setOutput(static_cast<T*>(recv), a.count);
     o.setReduceFunction(reducer(a.dtype, a.op));
     o.setTag(tag);
     o.setTimeout(timeout);
     ::gloo::allreduce(o);
   });
-  if (a.op == ReduceOp::kAvg) core::finish_avg(recv, a.count, a.dtype, ctx->size);
+  if (a.op == ReduceOp::kAvg)
+    core::finish_avg(recv, a.count, a.dtype, ctx->size);
 }
 
-void reduce(const std::shared_ptr<::gloo::Context>& ctx, const CollectiveArgs& a, uint32_t tag,
-            Millis timeout) {
+void reduce(const std::shared_ptr<::gloo::Context>& ctx,
+            const CollectiveArgs& a, uint32_t tag, Millis timeout) {
   const size_t bytes = a.count * core::dtype_size(a.dtype);
   // Gloo uses the output as scratch on every rank; off root the caller may
   // have passed none.
@@ -152,7 +157,8 @@ void reduce(const std::shared_ptr<::gloo::Context>& ctx, const CollectiveArgs& a
   with_element(core::dtype_size(a.dtype), [&](auto t) {
     using T = decltype(t);
     ::gloo::ReduceOptions o(ctx);
-    if (a.send != out) o.setInput(static_cast<T*>(const_cast<void*>(a.send)), a.count);
+    if (a.send != out)
+      o.setInput(static_cast<T*>(const_cast<void*>(a.send)), a.count);
     o.setOutput(static_cast<T*>(out), a.count);
     o.setRoot(a.root);
     o.setReduceFunction(reducer(a.dtype, a.op));
@@ -187,19 +193,22 @@ void reduce_scatter(const std::shared_ptr<::gloo::Context>& ctx,
   for (size_t c : counts) largest = c > largest ? c : largest;
   std::vector<uint8_t> incoming(largest * es);
   auto acc_buf = ctx->createUnboundBuffer(acc.data(), acc.size());
-  auto in_buf = ctx->createUnboundBuffer(bytes_ptr(incoming.data()), incoming.size());
+  auto in_buf =
+      ctx->createUnboundBuffer(bytes_ptr(incoming.data()), incoming.size());
   const int right = static_cast<int>((me + 1) % n);
   const int left = static_cast<int>((me + n - 1) % n);
   const ReduceOp partial = a.op == ReduceOp::kAvg ? ReduceOp::kSum : a.op;
   for (size_t s = 0; s + 1 < n; ++s) {
     // Each step has its own slot, so a fast neighbour's next chunk can never
     // land in this step's receive.
-    const uint64_t slot = ::gloo::Slot::build(kReduceScatterPrefix, tag) + static_cast<uint8_t>(s % 256);
+    const uint64_t slot = ::gloo::Slot::build(kReduceScatterPrefix, tag) +
+                          static_cast<uint8_t>(s % 256);
     const size_t out_idx = (me + 2 * n - s - 1) % n;
     const size_t in_idx = (me + 2 * n - s - 2) % n;
     const bool sends = counts[out_idx] != 0, receives = counts[in_idx] != 0;
     if (receives) in_buf->recv(left, slot, 0, counts[in_idx] * es);
-    if (sends) acc_buf->send(right, slot, offsets[out_idx] * es, counts[out_idx] * es);
+    if (sends)
+      acc_buf->send(right, slot, offsets[out_idx] * es, counts[out_idx] * es);
     if ((receives && !in_buf->waitRecv(timeout)) ||
         (sends && !acc_buf->waitSend(timeout))) {
       fail(Status::kAborted, "the transfer was aborted");
@@ -210,13 +219,14 @@ void reduce_scatter(const std::shared_ptr<::gloo::Context>& ctx,
     }
   }
   std::memmove(a.recv, acc.data() + offsets[me] * es, counts[me] * es);
-  if (a.op == ReduceOp::kAvg) core::finish_avg(a.recv, counts[me], a.dtype, ctx->size);
+  if (a.op == ReduceOp::kAvg)
+    core::finish_avg(a.recv, counts[me], a.dtype, ctx->size);
 }
 
 }  // namespace
 
-void run_collective(const std::shared_ptr<::gloo::Context>& ctx, const CollectiveArgs& a,
-                    uint32_t tag, Millis timeout) {
+void run_collective(const std::shared_ptr<::gloo::Context>& ctx,
+                    const CollectiveArgs& a, uint32_t tag, Millis timeout) {
   const size_t es = core::dtype_size(a.dtype);
   const size_t bytes = a.count * es;
   const size_t p = static_cast<size_t>(ctx->size);
@@ -276,7 +286,8 @@ void run_collective(const std::shared_ptr<::gloo::Context>& ctx, const Collectiv
       ::gloo::ScatterOptions o(ctx);
       if (ctx->rank == a.root) {
         std::vector<uint8_t*> chunks(p);
-        for (size_t r = 0; r < p; ++r) chunks[r] = bytes_ptr(a.send) + r * bytes;
+        for (size_t r = 0; r < p; ++r)
+          chunks[r] = bytes_ptr(a.send) + r * bytes;
         o.setInputs(chunks, bytes);
       }
       o.setOutput(bytes_ptr(a.recv), bytes);
@@ -320,7 +331,8 @@ void run_collective(const std::shared_ptr<::gloo::Context>& ctx, const Collectiv
        " reached the collective path");
 }
 
-PostedP2P post_p2p(const std::shared_ptr<::gloo::Context>& ctx, const CollectiveArgs& a) {
+PostedP2P post_p2p(const std::shared_ptr<::gloo::Context>& ctx,
+                   const CollectiveArgs& a) {
   PostedP2P posted;
   const size_t bytes = a.count * core::dtype_size(a.dtype);
   if (bytes == 0) return posted;  // both sides know the count: nothing to move

@@ -8,9 +8,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <gloo/transport/tcp/device.h>
 #include <csignal>
 #include <cstring>
-#include <gloo/transport/tcp/device.h>
 
 #include "core/env.h"
 #include "core/error.h"
@@ -84,8 +84,8 @@ std::string local_address_toward(const std::string& host) {
   hints.ai_socktype = SOCK_DGRAM;
   addrinfo* res = nullptr;
   if (getaddrinfo(host.c_str(), "9", &hints, &res) != 0 || !res) {
-    fail(Status::kSystem, "gang_create: cannot resolve the store host \"",
-         host, "\" to choose a network interface");
+    fail(Status::kSystem, "gang_create: cannot resolve the store host \"", host,
+         "\" to choose a network interface");
   }
   std::unique_ptr<addrinfo, void (*)(addrinfo*)> guard(res, freeaddrinfo);
   const auto* target = reinterpret_cast<const sockaddr_in*>(res->ai_addr);
