@@ -23,14 +23,11 @@ iters=${2:-2000}
 rounds=${3:-5}
 python=${PYTHON:-/usr/bin/python3}
 
-if [ -x "$build/gangrun" ]; then
-  launch="$build/gangrun --nproc-per-node 2 --"
-elif [ -x "$build/examples/launch_local" ]; then
-  launch="$build/examples/launch_local -n 2 --"
-else
-  echo "bench_overhead.sh: no gangrun or launch_local in $build" >&2
+if [ ! -x "$build/gangrun" ]; then
+  echo "bench_overhead.sh: no gangrun in $build (build the project first)" >&2
   exit 1
 fi
+launch="$build/gangrun --nproc-per-node 2 --"
 
 results=$(mktemp)
 trap 'rm -f "$results"' EXIT

@@ -14,10 +14,10 @@
  *   train_linear [--rank R --size N] [--init-method URL] [--steps S]
  *                [--lr LR] [--backend NAME]
  *
- * Without --rank/--size/--init-method, gang_create reads GANG_RANK, GANG_SIZE
- * and GANG_INIT_METHOD; with neither, the program runs as a single rank.
- * Example, 4 ranks on this machine:
- *   launch_local -n 4 train_linear
+ * Without --rank/--size/--init-method, gang_create reads the launch
+ * environment (gangrun's GANG_* variables, torchrun's, SLURM's, ...); with
+ * none, the program runs as a single rank. Example, 4 ranks on this machine:
+ *   gangrun --nproc-per-node 4 -- train_linear
  */
 #include <math.h>
 #include <stdint.h>
