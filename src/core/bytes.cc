@@ -68,15 +68,7 @@ HostBytes Gang::all_gather_bytes(const void* data, size_t len, size_t* lens,
     fail(Status::kInvalidArgument, api, ": nlens ", nlens,
          " differs from the gang size ", size_);
   }
-  uint64_t mine = len;
-  std::vector<uint64_t> all(static_cast<size_t>(size_));
-  CollectiveArgs a;
-  a.kind = OpKind::kAllGather;
-  a.send = &mine;
-  a.recv = all.data();
-  a.count = 1;
-  a.dtype = DType::kUInt64;
-  run_blocking(a);
+  const std::vector<uint64_t> all = all_gather_word(len);
 
   CollectiveArgs v;
   v.kind = OpKind::kAllGatherV;
@@ -134,6 +126,18 @@ HostBytes Gang::recv_bytes(int peer, int tag) {
     run_blocking(a);
   }
   return {out.release(), static_cast<size_t>(n)};
+}
+
+std::vector<uint64_t> Gang::all_gather_word(uint64_t mine) {
+  std::vector<uint64_t> all(static_cast<size_t>(size_));
+  CollectiveArgs a;
+  a.kind = OpKind::kAllGather;
+  a.send = &mine;
+  a.recv = all.data();
+  a.count = 1;
+  a.dtype = DType::kUInt64;
+  run_blocking(a);
+  return all;
 }
 
 int Gang::broadcast_flag(int flag, int root) {

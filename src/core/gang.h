@@ -139,6 +139,8 @@ class Gang : public std::enable_shared_from_this<Gang> {
   void worker_loop();
   // Runs a blocking internal operation (splits, bytes) and throws its error.
   void run_blocking(CollectiveArgs args);
+  // Every rank's `mine`, in rank order (one blocking all-gather).
+  std::vector<uint64_t> all_gather_word(uint64_t mine);
   // Debug checks: every rank compares what it is about to run (one
   // all-gather) and a difference is kMismatch naming both calls.
   void check_fingerprint(const CollectiveArgs& args, uint64_t seq,

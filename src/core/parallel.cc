@@ -34,14 +34,7 @@ Gang::AxisGangs Gang::split_parallel(const topology::Layout& layout,
   if (failed_.load() != 0) throw_failed(api);
 
   const uint64_t mine = fnv1a(fingerprint);
-  std::vector<uint64_t> all(static_cast<size_t>(size_));
-  CollectiveArgs gather;
-  gather.kind = OpKind::kAllGather;
-  gather.send = &mine;
-  gather.recv = all.data();
-  gather.count = 1;
-  gather.dtype = DType::kUInt64;
-  run_blocking(gather);
+  const std::vector<uint64_t> all = all_gather_word(mine);
   for (int r = 0; r < size_; ++r) {
     if (all[static_cast<size_t>(r)] != mine) {
       fail(Status::kMismatch, api, ": rank ", r,
