@@ -107,6 +107,9 @@ struct gang_work_s {};
   ~gang_env() { free($self); }
 }
 
+/* gang.h builds gang_status_t from the list in gang_status.h, which SWIG
+ * does not follow on its own. */
+%include "gang/gang_status.h"
 %include "gang/gang.h"
 
 /* ---- flat helpers ------------------------------------------------------- */

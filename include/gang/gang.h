@@ -38,6 +38,7 @@
 #include <stdint.h>
 
 #include "gang/gang_export.h"
+#include "gang/gang_status.h"
 #include "gang/gang_version.h"
 
 GANG_BEGIN_DECLS
@@ -58,23 +59,8 @@ GANG_API const char* gang_version_string(void);
  * Status and errors
  * ======================================================================== */
 
-/* One list generates the enum, gang_status_name() and gang_status_string().
- * X(NAME, value, message). */
-#define GANG_STATUS_MAP(X)                                                     \
-  X(GANG_OK, 0, "success")                                                     \
-  X(GANG_IN_PROGRESS, 1, "operation in progress")                              \
-  X(GANG_ERR_INVALID_ARGUMENT, -1, "invalid argument")                         \
-  X(GANG_ERR_UNSUPPORTED, -2, "operation not supported")                       \
-  X(GANG_ERR_UNAVAILABLE, -3, "backend or device unavailable")                 \
-  X(GANG_ERR_TIMEOUT, -4, "operation timed out")                               \
-  X(GANG_ERR_PEER_LOST, -5, "a peer was lost")                                 \
-  X(GANG_ERR_MISMATCH, -6, "ranks called different operations")              \
-  X(GANG_ERR_ABORTED, -7, "gang aborted or failed")                            \
-  X(GANG_ERR_STORE, -8, "rendezvous store error")                              \
-  X(GANG_ERR_NO_MEMORY, -9, "out of memory")                                   \
-  X(GANG_ERR_SYSTEM, -10, "operating-system or I/O error")                     \
-  X(GANG_ERR_INTERNAL, -11, "internal error")
-
+/* GANG_STATUS_MAP (gang_status.h), X(NAME, value, message), generates the
+ * enum, gang_status_name() and gang_status_string(). */
 typedef enum gang_status {
 #define GANG_STATUS_ENUM_(name, value, msg) name = value,
   GANG_STATUS_MAP(GANG_STATUS_ENUM_)
@@ -498,9 +484,13 @@ GANG_API gang_status_t gang_barrier(gang_t* gang, gang_work_t** work);
 
 /** Sends count elements to peer with tag in [0, GANG_TAG_MAX]. The receiver
  *  passes the same count, dtype and tag; between one pair, messages with
- *  equal tags match in issue order. A blocking send may wait until the peer
- *  posts its receive: use gang_group_start/end to exchange. peer == own rank
- *  is GANG_ERR_INVALID_ARGUMENT. */
+ *  equal tags match in issue order. On CPU gangs sends and receives are
+ *  posted the moment they are issued and matched by (peer, tag), as in MPI,
+ *  independently of collectives and of each other: any pattern MPI allows
+ *  with distinct tags completes (e.g. two asynchronous sends, then the
+ *  receives in reverse tag order). A blocking send may wait until the peer
+ *  posts its receive: use asynchronous calls or gang_group_start/end to
+ *  exchange. peer == own rank is GANG_ERR_INVALID_ARGUMENT. */
 GANG_API gang_status_t gang_send(gang_t* gang, const void* buf, size_t count,
                                  gang_dtype_t dtype, int peer, int tag,
                                  gang_work_t** work);
@@ -510,10 +500,19 @@ GANG_API gang_status_t gang_recv(gang_t* gang, void* buf, size_t count,
                                  gang_dtype_t dtype, int peer, int tag,
                                  gang_work_t** work);
 
-/** Opens a group on this thread's use of the gang: the operations issued
- *  until gang_group_end start together and complete as one work, so both
- *  sides of an exchange can send before they receive. Groups do not nest.
- *  Operations in a group take their own `work` argument as NULL. */
+/** Opens a group on this thread's use of the gang: the operations this
+ *  thread issues until gang_group_end start together and complete as one
+ *  work, so both sides of an exchange can send before they receive. Groups
+ *  do not nest. Operations in a group take their own `work` argument as
+ *  NULL.
+ *  Threads: a group belongs to the thread that opened it. Operations other
+ *  threads issue on the gang meanwhile are NOT absorbed into it: they are
+ *  issued and executed normally (so their issue order across ranks is
+ *  theirs to keep, as always). Calls that are not collectives or
+ *  send/recv of this header -- the *_bytes calls, gang_broadcast_flag,
+ *  gang_all_sum, gang_split, gang_create_subgang, gangs_split_parallel --
+ *  are GANG_ERR_INVALID_ARGUMENT on a thread with an open group, naming the
+ *  call. */
 GANG_API gang_status_t gang_group_start(gang_t* gang);
 
 /** Closes the group and issues its operations. work NULL waits for all of
@@ -728,10 +727,16 @@ GANG_API gang_status_t gang_env_detect(gang_env_t* out);
  *  gang's timeout, counted from issue); >= 0 waits at most that long and
  *  returns GANG_IN_PROGRESS if it has not ended (0 polls). Returns the
  *  operation's status; a failure's message is copied to this thread's last
- *  error. Can be called repeatedly. */
+ *  error. Can be called repeatedly. Deadlines hold on every path: an
+ *  operation that has not ended 2 s after its deadline (issue + the gang's
+ *  timeout) is GANG_ERR_TIMEOUT, and fails the gang, whichever timeout_ms
+ *  the caller polls with. */
 GANG_API gang_status_t gang_work_wait(gang_work_t* work, int64_t timeout_ms);
 
-/** GANG_OK, GANG_IN_PROGRESS or the operation's error, without waiting. */
+/** GANG_OK, GANG_IN_PROGRESS or the operation's error, without waiting.
+ *  Polling also makes progress: an operation only the poller drives (a send
+ *  or receive) completes under polling alone, and one past its deadline
+ *  becomes GANG_ERR_TIMEOUT exactly as in gang_work_wait. */
 GANG_API gang_status_t gang_work_test(gang_work_t* work);
 
 /** Frees a work handle, waiting first if the operation is still running.

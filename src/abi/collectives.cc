@@ -214,10 +214,7 @@ GANG_API gang_status_t gang_group_end(gang_t* g, gang_work_t** work) {
     *work = gang::abi::wrap_work(std::move(w));
     return GANG_OK;
   }
-  std::string message;
-  const Status s = w->wait(gang::core::Millis(-1), &message);
-  if (s != Status::kOk) gang::abi::set_last_error(message);
-  return gang::abi::to_public(s);
+  return gang::abi::wait_work(*w, gang::core::Millis(-1));
   GANG_ABI_CATCH
 }
 

@@ -195,13 +195,7 @@ GANG_API gang_status_t gang_set_timeout(gang_t* g, int64_t timeout_ms) {
 
 GANG_API gang_status_t gang_set_cuda_stream(gang_t* g, void* stream) {
   GANG_ABI_TRY
-  auto& impl = gang_of(g, "gang_set_cuda_stream");
-  if (stream != nullptr &&
-      impl.device_type() != gang::core::DeviceType::kCuda) {
-    gang::fail(Status::kUnsupported, "gang_set_cuda_stream: gang \"",
-               impl.name(),
-               "\" works on CPU buffers; only a NULL stream is accepted");
-  }
+  gang_of(g, "gang_set_cuda_stream").set_stream(stream);
   return GANG_OK;
   GANG_ABI_CATCH
 }

@@ -16,35 +16,33 @@ void set_last_error(const std::string& message) { t_last_error = message; }
 const std::string& last_error() { return t_last_error; }
 
 gang_status_t to_public(Status status) {
-  switch (status) {
-    case Status::kOk:
-      return GANG_OK;
-    case Status::kInProgress:
-      return GANG_IN_PROGRESS;
-    case Status::kInvalidArgument:
-      return GANG_ERR_INVALID_ARGUMENT;
-    case Status::kUnsupported:
-      return GANG_ERR_UNSUPPORTED;
-    case Status::kUnavailable:
-      return GANG_ERR_UNAVAILABLE;
-    case Status::kTimeout:
-      return GANG_ERR_TIMEOUT;
-    case Status::kPeerLost:
-      return GANG_ERR_PEER_LOST;
-    case Status::kMismatch:
-      return GANG_ERR_MISMATCH;
-    case Status::kAborted:
-      return GANG_ERR_ABORTED;
-    case Status::kStore:
-      return GANG_ERR_STORE;
-    case Status::kNoMemory:
-      return GANG_ERR_NO_MEMORY;
-    case Status::kSystem:
-      return GANG_ERR_SYSTEM;
-    case Status::kInternal:
-      return GANG_ERR_INTERNAL;
+  switch (static_cast<int>(status)) {
+#define GANG_TO_PUBLIC_(name, value, msg) \
+  case value:                             \
+    return name;
+    GANG_STATUS_MAP(GANG_TO_PUBLIC_)
+#undef GANG_TO_PUBLIC_
   }
   return GANG_ERR_INTERNAL;
+}
+
+gang_status_t report(Status status, const std::string& message) {
+  if (status != Status::kOk && status != Status::kInProgress) {
+    set_last_error(message);
+  }
+  return to_public(status);
+}
+
+gang_status_t wait_work(core::Work& work, core::Millis timeout) {
+  std::string message;
+  const Status s = work.wait(timeout, &message);
+  return report(s, message);
+}
+
+gang_status_t test_work(core::Work& work) {
+  std::string message;
+  const Status s = work.test(&message);
+  return report(s, message);
 }
 
 gang_status_t handle_exception() noexcept {
@@ -188,10 +186,7 @@ gang_status_t issue(gang_t* g, core::CollectiveArgs args, gang_work_t** work,
     *work = wrap_work(std::move(w));
     return GANG_OK;
   }
-  std::string message;
-  const Status s = w->wait(core::Millis(-1), &message);
-  if (s != Status::kOk) set_last_error(message);
-  return to_public(s);
+  return wait_work(*w, core::Millis(-1));
 }
 
 }  // namespace gang::abi

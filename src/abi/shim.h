@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "core/gang.h"
 #include "core/types.h"
 #include "core/work.h"
@@ -49,6 +49,12 @@ constexpr uint32_t kGangsMagic = 0x73676e67;  // "gngs"
 void set_last_error(const std::string& message);
 
 gang_status_t to_public(Status status);
+
+// The tail every waiting entry point shares: wait for (or test) the work,
+// make a failure this thread's last error, map the status. timeout as
+// gang_work_wait's.
+gang_status_t wait_work(gang::core::Work& work, gang::core::Millis timeout);
+gang_status_t test_work(gang::core::Work& work);
 
 // Turns the exception in flight into a status and the last error. Call only
 // from a catch block.

@@ -13,23 +13,13 @@ GANG_API gang_status_t gang_work_wait(gang_work_t* work, int64_t timeout_ms) {
     gang::fail(Status::kInvalidArgument, api, ": timeout_ms ", timeout_ms,
                " must be -1 or >= 0");
   }
-  std::string message;
-  const Status s = w.wait(gang::core::Millis(timeout_ms), &message);
-  if (s != Status::kOk && s != Status::kInProgress) {
-    gang::abi::set_last_error(message);
-  }
-  return gang::abi::to_public(s);
+  return gang::abi::wait_work(w, gang::core::Millis(timeout_ms));
   GANG_ABI_CATCH
 }
 
 GANG_API gang_status_t gang_work_test(gang_work_t* work) {
   GANG_ABI_TRY
-  std::string message;
-  const Status s = gang::abi::work_of(work, "gang_work_test").test(&message);
-  if (s != Status::kOk && s != Status::kInProgress) {
-    gang::abi::set_last_error(message);
-  }
-  return gang::abi::to_public(s);
+  return gang::abi::test_work(gang::abi::work_of(work, "gang_work_test"));
   GANG_ABI_CATCH
 }
 

@@ -1,14 +1,23 @@
-// The Backend interface: what a transport must do for a gang. The core
-// validates every argument before calling it, orders operations, applies
-// timeouts and keeps the failed state; a backend only moves and reduces data.
+// The Backend interface (v2): what a transport must do for a gang. The core
+// validates every argument before calling it, orders collectives, applies
+// deadlines and keeps the failed state; a backend only moves and reduces
+// data.
+//
+// Backends *post* operations and hand back a BackendWork. A synchronous
+// backend (Gloo's collectives, the fake gang) runs the operation inside
+// post() and hands back nothing (a null BackendWorkPtr: already finished),
+// so the blocking hot path stays on the caller's thread with no hand-off and
+// no allocation. An asynchronous backend (Gloo's point-to-point, a device
+// backend) returns a work that the core tests or waits for later.
 #pragma once
 
-#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "base/deadline.h"
+#include "base/error.h"
 #include "core/collective.h"
 #include "core/types.h"
 
@@ -18,29 +27,85 @@ class Store;
 
 namespace gang::core {
 
-using Clock = std::chrono::steady_clock;
-using Millis = std::chrono::milliseconds;
+using base::Clock;
+using base::deadline_after;
+using base::Millis;
 
-// now + timeout, saturating at a century so that huge timeouts (INT64_MAX
-// ms) cannot overflow the clock's nanoseconds.
-inline Clock::time_point deadline_after(Millis timeout) {
-  constexpr Millis kCentury{100LL * 365 * 24 * 3600 * 1000};
-  return Clock::now() + (timeout < kCentury ? timeout : kCentury);
-}
+// What a backend can do, read by the core instead of asking for a backend
+// by name.
+struct Capabilities {
+  // Buffers are host memory. The core then runs its own control traffic
+  // (byte payloads, split bookkeeping, fingerprints, barriers) over this
+  // backend; otherwise it opens a host backend of its own beside it.
+  bool host_memory = true;
+  // One process stands in for every rank (the fake gang): no peers, so
+  // point-to-point and splitting by color are meaningless.
+  bool emulates_peers = false;
+  // Sends and receives are matched by (peer, tag) and may be posted the
+  // moment they are issued, independently of collectives in flight. Without
+  // it point-to-point operations are posted in issue order with everything
+  // else (stream-ordered device backends; tag 0 only).
+  bool tagged_p2p = true;
+  // Operations are enqueued on a device stream (Operation::stream).
+  bool stream_ordered = false;
+};
+
+// Which tag space an operation travels in: the user's collectives, the
+// debug fingerprint of collective `seq`, or the core's control traffic.
+// A backend keeps the three apart on the wire.
+enum class Channel : uint8_t { kData, kFingerprint, kControl };
+
+// One validated operation as a backend receives it.
+struct Operation {
+  CollectiveArgs args;
+  // The number of this collective in its channel, the same on every rank;
+  // 0 for point-to-point (which only two ranks see).
+  uint64_t seq = 0;
+  Channel channel = Channel::kData;
+  // Every wait of the operation ends by then.
+  Clock::time_point deadline;
+  // The gang's device stream (opaque; null for host backends).
+  void* stream = nullptr;
+};
+
+class BackendWork {
+ public:
+  virtual ~BackendWork() = default;
+  // True once the operation has ended. Never blocks for long.
+  // Throws gang::Error if the operation failed.
+  virtual bool test() = 0;
+  // Waits until the operation ends or `until`, whichever is first; true if
+  // it ended. Throws gang::Error if it failed (kTimeout at its deadline).
+  virtual bool wait(Clock::time_point until) = 0;
+};
+
+// Null: the operation finished inside post().
+using BackendWorkPtr = std::unique_ptr<BackendWork>;
 
 class Backend;
 
 struct BackendConfig {
   int rank = 0;
   int size = 1;
+  // Where this rank sits: -1 where unknown.
+  int local_rank = -1;
+  int local_size = -1;
+  // Identifies the machine (and its namespaces): ranks with equal host ids
+  // can share memory.
+  std::string host_id;
   DeviceType device_type = DeviceType::kCpu;
   int device_index = -1;
   // Rendezvous for this gang only (already prefixed); null when size is 1.
   std::shared_ptr<store::Store> store;
   Millis timeout{600000};
-  // The backend of the gang this one is split from, or null. A backend may
-  // share resources (a network device, a thread) with it.
-  const Backend* parent = nullptr;
+  // A split: the backend of the parent gang (of the same kind) and this
+  // rank's color and key in it (gang_split's; a subgang's are 0 and its
+  // position). A backend may share resources with the parent or split it
+  // natively; it may also ignore all three and use the store. Null / -1
+  // for a gang made by gang_create.
+  Backend* parent = nullptr;
+  int color = -1;
+  int key = 0;
 };
 
 class Backend {
@@ -48,35 +113,49 @@ class Backend {
   virtual ~Backend() = default;
 
   virtual const char* name() const = 0;
+  virtual const Capabilities& capabilities() const = 0;
 
   // Whether op over dtype can be reduced. Called before issue.
   virtual bool supports(ReduceOp op, DType dtype) const = 0;
 
-  // True when this process stands in for every rank (the fake gang): there
-  // are no peers, so point-to-point and splitting by color are meaningless.
-  virtual bool emulates_peers() const { return false; }
+  // Posts one validated operation. Throws gang::Error: kTimeout, kPeerLost,
+  // kAborted (after abort()), kSystem, kInternal.
+  virtual BackendWorkPtr post(const Operation& op) = 0;
 
-  // Runs one validated operation to completion. `seq` numbers the gang's
-  // collectives, the same on every rank (point-to-point operations involve
-  // only two ranks, so they take no number and get 0). Every wait ends by
-  // `deadline`.
-  // Throws gang::Error: kTimeout, kPeerLost, kAborted (after abort()),
-  // kSystem, kInternal.
-  virtual void run(const CollectiveArgs& args, uint64_t seq,
-                   Clock::time_point deadline) = 0;
+  // Posts a group: every operation starts before any is waited for, so
+  // both sides of an exchange may send first; the work ends when all have.
+  // The default posts each in order and gathers their works.
+  virtual BackendWorkPtr post_group(const std::vector<Operation>& ops);
 
-  // Runs a group: every operation starts before any is waited for, so both
-  // sides of an exchange may send first. ops[i] has sequence number seqs[i].
-  virtual void run_group(const std::vector<CollectiveArgs>& ops,
-                         const std::vector<uint64_t>& seqs,
-                         Clock::time_point deadline) = 0;
+  // An error the backend noticed on its own (a device fault, a watchdog),
+  // kOk if none; never blocks.
+  virtual Status poll_error(std::string* /*message*/) { return Status::kOk; }
 
-  // Makes a run() in progress, on any thread, throw kAborted promptly, and
-  // tells the peers (their operations with this rank fail). Idempotent and
-  // thread-safe.
+  // Orderly teardown once nothing is in flight: waits for what the backend
+  // still owes its peers. Not called after abort().
+  virtual void finalize() {}
+
+  // Makes everything in flight, on any thread, end promptly with kAborted,
+  // and tells the peers (their operations with this rank fail). Idempotent
+  // and thread-safe.
   virtual void abort() noexcept = 0;
 };
 
-using BackendFactory = std::unique_ptr<Backend> (*)(const BackendConfig&);
+// Many works as one: test() and wait() cover them all.
+class CompositeWork final : public BackendWork {
+ public:
+  void add(BackendWorkPtr work) {
+    if (work) parts_.push_back(std::move(work));
+  }
+  bool empty() const { return parts_.empty(); }
+  bool test() override;
+  bool wait(Clock::time_point until) override;
+  // Null when nothing is left to wait for.
+  static BackendWorkPtr simplify(std::unique_ptr<CompositeWork> w);
+
+ private:
+  std::vector<BackendWorkPtr> parts_;
+  size_t done_ = 0;  // parts_[0, done_) have ended
+};
 
 }  // namespace gang::core

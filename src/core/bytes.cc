@@ -5,6 +5,7 @@
 #include <cstring>
 #include <memory>
 
+#include "core/control_channel.h"
 #include "core/gang.h"
 
 namespace gang::core {
@@ -39,21 +40,14 @@ HostBytes Gang::broadcast_bytes(const void* data, size_t len, int root) {
   if (is_root && data == nullptr && len != 0) {
     fail(Status::kInvalidArgument, api, ": data is NULL with len ", len);
   }
+  Buffer out;
   uint64_t n = is_root ? len : 0;
-  CollectiveArgs a;
-  a.kind = OpKind::kBroadcast;
-  a.recv = &n;
-  a.count = 1;
-  a.dtype = DType::kUInt64;
-  a.root = root;
-  run_blocking(a);
-
-  Buffer out = allocate(n, api);
-  if (is_root && n != 0) std::memcpy(out.get(), data, n);
-  a.recv = out.get();
-  a.count = n;
-  a.dtype = DType::kUInt8;
-  run_blocking(a);
+  control(api, [&](Clock::time_point deadline) {
+    control_->broadcast(&n, 1, DType::kUInt64, root, deadline);
+    out = allocate(n, api);
+    if (is_root && n != 0) std::memcpy(out.get(), data, n);
+    control_->broadcast(out.get(), n, DType::kUInt8, root, deadline);
+  });
   return {out.release(), static_cast<size_t>(n)};
 }
 
@@ -68,102 +62,79 @@ HostBytes Gang::all_gather_bytes(const void* data, size_t len, size_t* lens,
     fail(Status::kInvalidArgument, api, ": nlens ", nlens,
          " differs from the gang size ", size_);
   }
-  const std::vector<uint64_t> all = all_gather_word(len);
-
-  CollectiveArgs v;
-  v.kind = OpKind::kAllGatherV;
-  v.dtype = DType::kUInt8;
-  v.send = data;
-  v.count = len;
+  Buffer out;
   size_t total = 0;
-  for (uint64_t n : all) {
-    v.recv_counts.push_back(static_cast<size_t>(n));
-    total += static_cast<size_t>(n);
-  }
-  Buffer out = allocate(total, api);
-  v.recv = out.get();
-  run_blocking(v);
+  std::vector<uint64_t> all;
+  control(api, [&](Clock::time_point deadline) {
+    all = control_->all_gather_words(len, size_, deadline);
+    std::vector<size_t> counts;
+    for (uint64_t n : all) {
+      counts.push_back(static_cast<size_t>(n));
+      total += static_cast<size_t>(n);
+    }
+    out = allocate(total, api);
+    control_->all_gatherv(data, len, out.get(), std::move(counts), deadline);
+  });
   for (size_t i = 0; i < all.size(); ++i) lens[i] = static_cast<size_t>(all[i]);
   return {out.release(), total};
 }
 
-void Gang::send_bytes(const void* data, size_t len, int peer, int tag) {
-  if (data == nullptr && len != 0) {
-    fail(Status::kInvalidArgument, "gang_send_bytes: data is NULL with len ",
-         len);
-  }
-  uint64_t n = len;
+// Checks peer and tag as gang_send / gang_recv would.
+void Gang::check_p2p_bytes(OpKind kind, int peer, int tag) {
   CollectiveArgs a;
-  a.kind = OpKind::kSend;
-  a.send = &n;
-  a.count = 1;
-  a.dtype = DType::kUInt64;
+  a.kind = kind;
+  a.dtype = DType::kUInt8;
   a.root = peer;
   a.tag = tag;
-  run_blocking(a);
-  if (len == 0) return;
-  a.send = data;
-  a.count = len;
-  a.dtype = DType::kUInt8;
-  run_blocking(a);
+  check(a);
+}
+
+void Gang::send_bytes(const void* data, size_t len, int peer, int tag) {
+  static const char* const api = "gang_send_bytes";
+  if (data == nullptr && len != 0) {
+    fail(Status::kInvalidArgument, api, ": data is NULL with len ", len);
+  }
+  check_p2p_bytes(OpKind::kSend, peer, tag);
+  control(api, [&](Clock::time_point deadline) {
+    const uint64_t n = len;
+    control_->send(&n, sizeof n, peer, tag, deadline);
+    if (len != 0) control_->send(data, len, peer, tag, deadline);
+  });
 }
 
 HostBytes Gang::recv_bytes(int peer, int tag) {
+  static const char* const api = "gang_recv_bytes";
+  check_p2p_bytes(OpKind::kRecv, peer, tag);
+  Buffer out;
   uint64_t n = 0;
-  CollectiveArgs a;
-  a.kind = OpKind::kRecv;
-  a.recv = &n;
-  a.count = 1;
-  a.dtype = DType::kUInt64;
-  a.root = peer;
-  a.tag = tag;
-  run_blocking(a);
-  Buffer out = allocate(n, "gang_recv_bytes");
-  if (n != 0) {
-    a.recv = out.get();
-    a.count = n;
-    a.dtype = DType::kUInt8;
-    run_blocking(a);
-  }
+  control(api, [&](Clock::time_point deadline) {
+    control_->recv(&n, sizeof n, peer, tag, deadline);
+    out = allocate(n, api);
+    if (n != 0) control_->recv(out.get(), n, peer, tag, deadline);
+  });
   return {out.release(), static_cast<size_t>(n)};
 }
 
-std::vector<uint64_t> Gang::all_gather_word(uint64_t mine) {
-  std::vector<uint64_t> all(static_cast<size_t>(size_));
-  CollectiveArgs a;
-  a.kind = OpKind::kAllGather;
-  a.send = &mine;
-  a.recv = all.data();
-  a.count = 1;
-  a.dtype = DType::kUInt64;
-  run_blocking(a);
-  return all;
-}
-
 int Gang::broadcast_flag(int flag, int root) {
-  check_root("gang_broadcast_flag", root, size_);
+  static const char* const api = "gang_broadcast_flag";
+  check_root(api, root, size_);
   int32_t v = flag != 0 ? 1 : 0;
-  CollectiveArgs a;
-  a.kind = OpKind::kBroadcast;
-  a.recv = &v;
-  a.count = 1;
-  a.dtype = DType::kInt32;
-  a.root = root;
-  run_blocking(a);
+  control(api, [&](Clock::time_point deadline) {
+    control_->broadcast(&v, 1, DType::kInt32, root, deadline);
+  });
   return v;
 }
 
 double Gang::all_sum(double value) {
-  double out = 0;
-  CollectiveArgs a;
-  a.kind = OpKind::kAllReduce;
-  a.send = &value;
-  a.recv = &out;
-  a.count = 1;
-  a.dtype = DType::kFloat64;
-  a.op = ReduceOp::kSum;
-  run_blocking(a);
-  return out;
+  static const char* const api = "gang_all_sum";
+  std::vector<double> all(static_cast<size_t>(size_));
+  control(api, [&](Clock::time_point deadline) {
+    control_->all_gather(&value, all.data(), 1, DType::kFloat64, deadline);
+  });
+  // Summed in rank order, so every rank gets the same bits.
+  double sum = 0;
+  for (double v : all) sum += v;
+  return sum;
 }
 
 }  // namespace gang::core

@@ -2,43 +2,33 @@
 
 namespace gang::core {
 
-const char* op_api_name(OpKind kind) {
-  switch (kind) {
-    case OpKind::kAllReduce:
-      return "gang_all_reduce";
-    case OpKind::kReduce:
-      return "gang_reduce";
-    case OpKind::kBroadcast:
-      return "gang_broadcast";
-    case OpKind::kAllGather:
-      return "gang_all_gather";
-    case OpKind::kAllGatherV:
-      return "gang_all_gatherv";
-    case OpKind::kGather:
-      return "gang_gather";
-    case OpKind::kScatter:
-      return "gang_scatter";
-    case OpKind::kReduceScatter:
-      return "gang_reduce_scatter";
-    case OpKind::kReduceScatterV:
-      return "gang_reduce_scatterv";
-    case OpKind::kAllToAll:
-      return "gang_all_to_all";
-    case OpKind::kAllToAllV:
-      return "gang_all_to_allv";
-    case OpKind::kBarrier:
-      return "gang_barrier";
-    case OpKind::kSend:
-      return "gang_send";
-    case OpKind::kRecv:
-      return "gang_recv";
-  }
-  return "gang_?";
-}
+namespace {
 
-bool is_reduction(OpKind k) {
-  return k == OpKind::kAllReduce || k == OpKind::kReduce ||
-         k == OpKind::kReduceScatter || k == OpKind::kReduceScatterV;
+// Indexed by OpKind.
+constexpr OpInfo kOps[] = {
+    // api                    rooted reducing p2p    vector_counts
+    {"gang_all_reduce",         false, true,  false, false},
+    {"gang_reduce",             true,  true,  false, false},
+    {"gang_broadcast",          true,  false, false, false},
+    {"gang_all_gather",         false, false, false, false},
+    {"gang_all_gatherv",        false, false, false, true},
+    {"gang_gather",             true,  false, false, false},
+    {"gang_scatter",            true,  false, false, false},
+    {"gang_reduce_scatter",     false, true,  false, false},
+    {"gang_reduce_scatterv",    false, true,  false, true},
+    {"gang_all_to_all",         false, false, false, false},
+    {"gang_all_to_allv",        false, false, false, true},
+    {"gang_barrier",            false, false, false, false},
+    {"gang_send",               false, false, true,  false},
+    {"gang_recv",               false, false, true,  false},
+};
+static_assert(sizeof kOps / sizeof kOps[0] == kNumOpKinds,
+              "one row per OpKind");
+
+}  // namespace
+
+const OpInfo& op_info(OpKind kind) {
+  return kOps[static_cast<size_t>(kind)];
 }
 
 std::vector<size_t> prefix_offsets(const std::vector<size_t>& counts) {

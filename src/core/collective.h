@@ -28,12 +28,22 @@ enum class OpKind : uint8_t {
   kRecv,
 };
 
-// The public function that issues `kind`, for messages ("gang_broadcast").
-const char* op_api_name(OpKind kind);
+constexpr size_t kNumOpKinds = static_cast<size_t>(OpKind::kRecv) + 1;
 
-// Whether `kind` reduces with a ReduceOp (all_reduce, reduce,
-// reduce_scatter(v)).
-bool is_reduction(OpKind kind);
+// The one table of operations, read by validation, fingerprints, the flight
+// recorder, the local (single-process) collectives and the executor.
+struct OpInfo {
+  const char* api;     // the public function, for messages ("gang_broadcast")
+  bool rooted;         // `root` names a rank every rank passes alike
+  bool reducing;       // takes a ReduceOp
+  bool p2p;            // send or recv: only two ranks take part
+  bool vector_counts;  // takes per-rank count arrays
+};
+const OpInfo& op_info(OpKind kind);
+
+inline const char* op_api_name(OpKind kind) { return op_info(kind).api; }
+inline bool is_reduction(OpKind kind) { return op_info(kind).reducing; }
+inline bool is_p2p(OpKind kind) { return op_info(kind).p2p; }
 
 struct CollectiveArgs {
   OpKind kind = OpKind::kBarrier;

@@ -1,11 +1,13 @@
 #include "core/env.h"
 
+#include <algorithm>
+
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
 
-#include "core/error.h"
+#include "base/error.h"
 
 namespace gang::core::env {
 
@@ -52,6 +54,20 @@ Launch detect() { return detect_from(raw); }
 std::string flight_recorder_path() {
   const char* v = raw("GANG_FLIGHT_RECORDER");
   return v ? v : "";
+}
+
+std::vector<std::string> plugin_path() {
+  std::vector<std::string> dirs;
+  const char* v = raw("GANG_PLUGIN_PATH");
+  if (!v) return dirs;
+  std::string all = v;
+  size_t start = 0;
+  while (start <= all.size()) {
+    const size_t end = std::min(all.find(':', start), all.size());
+    if (end > start) dirs.push_back(all.substr(start, end - start));
+    start = end + 1;
+  }
+  return dirs;
 }
 
 bool debug_checks() {

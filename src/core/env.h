@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <string>
+#include <vector>
 
 #include "core/env_detect.h"
 
@@ -36,6 +37,9 @@ std::string flight_recorder_path();
 
 // GANG_DEBUG=detail: check every operation's fingerprint across ranks.
 bool debug_checks();
+
+// GANG_PLUGIN_PATH split at ':' (empty entries dropped), or empty.
+std::vector<std::string> plugin_path();
 
 // GANG_LOG_LEVEL (error|warn|info|debug); warn when unset or unknown.
 LogLevel log_level();

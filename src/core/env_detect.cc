@@ -5,7 +5,7 @@
 #include <climits>
 #include <cstdlib>
 
-#include "core/error.h"
+#include "base/error.h"
 
 namespace gang::core::env {
 

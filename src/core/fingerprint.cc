@@ -3,6 +3,7 @@
 // run, so ranks that called different operations fail at once with
 // GANG_ERR_MISMATCH naming both calls, instead of hanging or computing
 // garbage until the timeout.
+#include "core/control_channel.h"
 #include "core/gang.h"
 
 namespace gang::core {
@@ -25,17 +26,12 @@ uint64_t fold(uint64_t h, uint64_t v) {
   return h;
 }
 
-bool rooted(OpKind k) {
-  return k == OpKind::kReduce || k == OpKind::kBroadcast ||
-         k == OpKind::kGather || k == OpKind::kScatter;
-}
-
 Fingerprint fingerprint_of(const CollectiveArgs& a) {
   Fingerprint f{};
   f.kind = static_cast<uint64_t>(a.kind);
   f.dtype = static_cast<uint64_t>(a.dtype);
   f.op = is_reduction(a.kind) ? static_cast<uint64_t>(a.op) : 0;
-  f.root = rooted(a.kind) ? static_cast<uint64_t>(a.root) : 0;
+  f.root = op_info(a.kind).rooted ? static_cast<uint64_t>(a.root) : 0;
   switch (a.kind) {
     case OpKind::kAllGatherV:
     case OpKind::kReduceScatterV:
@@ -61,7 +57,7 @@ std::string describe(const Fingerprint& f) {
   }
   if (is_reduction(kind))
     s += str_cat(", ", reduce_op_name(static_cast<ReduceOp>(f.op)));
-  if (rooted(kind)) s += str_cat(", root ", f.root);
+  if (op_info(kind).rooted) s += str_cat(", root ", f.root);
   return s + ")";
 }
 
@@ -69,17 +65,13 @@ std::string describe(const Fingerprint& f) {
 
 void Gang::check_fingerprint(const CollectiveArgs& args, uint64_t seq,
                              Clock::time_point deadline) {
-  if (args.kind == OpKind::kSend || args.kind == OpKind::kRecv) return;
+  if (is_p2p(args.kind)) return;
   const Fingerprint mine = fingerprint_of(args);
   std::vector<Fingerprint> all(static_cast<size_t>(size_));
-  CollectiveArgs gather;
-  gather.kind = OpKind::kAllGather;
-  gather.send = &mine;
-  gather.recv = all.data();
-  gather.count = sizeof(Fingerprint) / sizeof(uint64_t);
-  gather.dtype = DType::kUInt64;
   // Its own tag space: the check must never match an operation's traffic.
-  backend_->run(gather, seq | (uint64_t{1} << 31), deadline);
+  control_->fingerprint(reinterpret_cast<const uint64_t*>(&mine),
+                        reinterpret_cast<uint64_t*>(all.data()),
+                        sizeof(Fingerprint) / sizeof(uint64_t), seq, deadline);
   for (int r = 0; r < size_; ++r) {
     const Fingerprint& theirs = all[static_cast<size_t>(r)];
     if (theirs.kind != mine.kind || theirs.dtype != mine.dtype ||

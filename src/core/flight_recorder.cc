@@ -8,7 +8,7 @@ namespace gang::core {
 
 namespace {
 
-const char* status_name(Status s) {
+const char* recorder_status(Status s) {
   switch (s) {
     case Status::kOk:
       return "ok";
@@ -109,7 +109,7 @@ void FlightRecorder::dump(const std::string& gang_name, int rank, int size,
         static_cast<unsigned long long>(e.id),
         static_cast<unsigned long long>(e.seq), op_api_name(e.kind),
         dtype_name(e.dtype), is_reduction(e.kind) ? reduce_op_name(e.op) : "-",
-        e.count, e.root, status_name(e.status), ms(now - e.issued),
+        e.count, e.root, recorder_status(e.status), ms(now - e.issued),
         done ? std::to_string(ms(e.ended - e.issued)).c_str() : "-");
   }
   std::fprintf(f.get(), "\n");

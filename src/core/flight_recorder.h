@@ -11,7 +11,7 @@
 
 #include "core/backend.h"
 #include "core/collective.h"
-#include "core/error.h"
+#include "base/error.h"
 
 namespace gang::core {
 

@@ -2,209 +2,14 @@
 
 #include <algorithm>
 #include <new>
-#include <optional>
 
-#include "core/env.h"
+#include "core/control_channel.h"
+#include "core/executor.h"
 #include "core/flight_recorder.h"
-#include "core/local_collective.h"
 #include "core/log.h"
-#include "core/registry.h"
-#include "core/rendezvous.h"
 #include "core/validate.h"
-#include "store/store.h"
 
 namespace gang::core {
-
-namespace {
-
-// Names gang_create accepts even when this build has no such backend: they
-// are GANG_ERR_UNAVAILABLE, not a typo.
-constexpr const char* kKnownBackends[] = {"gloo", "nccl", "fake", "shm"};
-
-bool is_known_backend(const std::string& name) {
-  for (const char* known : kKnownBackends) {
-    if (name == known) return true;
-  }
-  return find_backend(name) != nullptr;
-}
-
-std::string registered_list() {
-  std::string out;
-  for (const auto& n : backend_names()) out += (out.empty() ? "" : ", ") + n;
-  return out;
-}
-
-struct Resolved {
-  int rank;
-  int size;
-  std::string backend;
-  Millis timeout;
-  std::string name;
-  bool debug = false;
-  // The launch environment, when rank and size came from it.
-  std::optional<env::Launch> launch;
-};
-
-Resolved resolve(const GangOptions& o) {
-  Resolved r;
-  r.rank = o.rank;
-  r.size = o.size;
-  if (r.rank == -1 && r.size == -1) {
-    r.launch = env::detect();
-    r.rank = r.launch->rank;
-    r.size = r.launch->size;
-  } else if (r.rank == -1 || r.size == -1) {
-    fail(Status::kInvalidArgument, "gang_create: options.rank is ", o.rank,
-         " but options.size is ", o.size, "; set both or neither");
-  }
-  if (r.size < 1) {
-    fail(Status::kInvalidArgument, "gang_create: options.size ", r.size,
-         " must be at least 1");
-  }
-  if (r.rank < 0 || r.rank >= r.size) {
-    fail(Status::kInvalidArgument, "gang_create: options.rank ", r.rank,
-         " is out of range for size ", r.size);
-  }
-  r.timeout = o.timeout_ms > 0 ? Millis(o.timeout_ms) : env::timeout();
-  r.name = o.name.empty() ? "root" : o.name;
-  if (r.name.find_first_of(" \t\n") != std::string::npos) {
-    fail(Status::kInvalidArgument, "gang_create: options.name \"", r.name,
-         "\" contains whitespace");
-  }
-  if (o.debug < -1 || o.debug > 1) {
-    fail(Status::kInvalidArgument, "gang_create: options.debug ", o.debug,
-         " is not -1, 0 or 1");
-  }
-  r.debug = o.debug == 1 || (o.debug == 0 && env::debug_checks());
-  r.backend = o.backend.empty() || o.backend == "auto"
-                  ? (o.device_type == DeviceType::kCuda ? "nccl" : "gloo")
-                  : o.backend;
-  if (!is_known_backend(r.backend)) {
-    fail(Status::kInvalidArgument, "gang_create: options.backend \"", r.backend,
-         "\" is unknown (this build has: ", registered_list(), ")");
-  }
-  return r;
-}
-
-}  // namespace
-
-// ---- creation -------------------------------------------------------------
-
-std::shared_ptr<Gang> Gang::create(const GangOptions& o) {
-  const Resolved r = resolve(o);
-  const BackendFactory factory = find_backend(r.backend);
-  if (!factory) {
-    fail(Status::kUnavailable, "gang_create: backend \"", r.backend,
-         "\" is not available in this build (it has: ", registered_list(), ")");
-  }
-
-  BackendConfig cfg;
-  cfg.rank = r.rank;
-  cfg.size = r.size;
-  cfg.device_type = o.device_type;
-  cfg.device_index = o.device_type == DeviceType::kCpu ? -1 : o.device_index;
-  cfg.timeout = r.timeout;
-
-  std::string prefix;
-  std::shared_ptr<store::Store> store = o.store;
-  if (r.size > 1 && r.backend != "fake") {
-    if (!store) {
-      store = open_rendezvous(o.init_method, r.rank, r.size, r.timeout,
-                              r.launch ? &*r.launch : nullptr);
-    }
-    // Every creation under one name bumps the counter once per rank, so
-    // ranks of the same creation compute the same generation and a reused
-    // store never serves an earlier generation's keys.
-    const std::string counter = str_cat("gang/", r.name, "/joined");
-    const int64_t ticket = store->add(counter, 1);
-    const int64_t generation = (ticket - 1) / r.size;
-    prefix = str_cat("gang/", r.name, "/", generation, "/");
-    cfg.store = store::with_prefix(store, prefix + "backend/", r.timeout);
-    try {
-      return finish_create(r.name, r.rank, r.size, factory, cfg, prefix, store,
-                           r.debug);
-    } catch (const Error&) {
-      // A creation that failed (a rank never came) must not leave the
-      // counter between generations, or every retry on this store would
-      // split its ranks across two. Fill the abandoned generation up; the
-      // next creation starts a fresh one.
-      try {
-        const int64_t now = store->add(counter, 0);
-        const int64_t missing = (r.size - now % r.size) % r.size;
-        if (missing != 0) store->add(counter, missing);
-      } catch (...) {
-        // Best effort: the store itself may be what failed.
-      }
-      throw;
-    }
-  }
-  return finish_create(r.name, r.rank, r.size, factory, cfg, prefix,
-                       std::move(store), r.debug);
-}
-
-std::shared_ptr<Gang> Gang::finish_create(const std::string& name, int rank,
-                                          int size, BackendFactory factory,
-                                          const BackendConfig& cfg,
-                                          const std::string& prefix,
-                                          std::shared_ptr<store::Store> store,
-                                          bool debug) {
-  std::vector<int> identity(static_cast<size_t>(size));
-  for (int i = 0; i < size; ++i) identity[static_cast<size_t>(i)] = i;
-  auto gang = make(name, rank, size, std::move(identity), factory, cfg, prefix);
-  gang->store_ = std::move(store);
-  gang->debug_ = debug;
-  GANG_LOG(kInfo, "created gang \"", name, "\" rank ", rank, " of ", size,
-           " on ", gang->backend_name());
-  return gang;
-}
-
-std::shared_ptr<Gang> Gang::create_fake(int rank, int size) {
-  if (size < 1) {
-    fail(Status::kInvalidArgument, "gang_create_fake: size ", size,
-         " must be at least 1");
-  }
-  if (rank < 0 || rank >= size) {
-    fail(Status::kInvalidArgument, "gang_create_fake: rank ", rank,
-         " is out of range for size ", size);
-  }
-  GangOptions o;
-  o.backend = "fake";
-  o.rank = rank;
-  o.size = size;
-  o.name = "root";
-  return create(o);
-}
-
-std::shared_ptr<Gang> Gang::make(std::string name, int rank, int size,
-                                 std::vector<int> root_ranks,
-                                 BackendFactory factory,
-                                 const BackendConfig& config,
-                                 std::string store_prefix) {
-  std::shared_ptr<Gang> g(new Gang());
-  g->name_ = std::move(name);
-  g->rank_ = rank;
-  g->size_ = size;
-  g->root_ranks_ = std::move(root_ranks);
-  g->device_type_ = config.device_type;
-  g->device_index_ = config.device_index;
-  g->timeout_ms_.store(config.timeout.count());
-  g->factory_ = factory;
-  g->store_prefix_ = std::move(store_prefix);
-  const std::string recorder_path = env::flight_recorder_path();
-  if (!recorder_path.empty()) {
-    g->recorder_ = std::make_unique<FlightRecorder>(
-        recorder_path, g->root_ranks_[static_cast<size_t>(rank)]);
-  }
-  g->backend_ = factory(config);
-  if (size > 1 && !g->backend_->emulates_peers()) {
-    // Nobody leaves the rendezvous before everybody is done with the store,
-    // so rank 0 may tear the store server down as soon as it wants.
-    CollectiveArgs barrier;
-    barrier.kind = OpKind::kBarrier;
-    g->run_blocking(barrier);
-  }
-  return g;
-}
 
 Gang::~Gang() { shutdown(); }
 
@@ -217,35 +22,60 @@ bool Gang::supports(ReduceOp op, DType dtype) const {
   return backend_->supports(op, dtype);
 }
 
-Status Gang::async_error() const { return static_cast<Status>(failed_.load()); }
+void Gang::set_stream(void* stream) {
+  if (stream != nullptr && !caps_->stream_ordered) {
+    fail(Status::kUnsupported, "gang_set_cuda_stream: gang \"", name_,
+         "\" works on CPU buffers; only a NULL stream is accepted");
+  }
+  stream_.store(stream);
+}
+
+Status Gang::async_error() {
+  if (failed_.load() == 0) {
+    std::string message;
+    const Status s = backend_->poll_error(&message);
+    if (s != Status::kOk) {
+      mark_failed(s, str_cat("gang \"", name_, "\" rank ", rank_, ": the ",
+                             backend_name(), " backend reported: ", message));
+    }
+  }
+  return static_cast<Status>(failed_.load());
+}
 
 // ---- issuing ----------------------------------------------------------------
 
 void Gang::check(const CollectiveArgs& args) const {
-  const bool emulated = backend_->emulates_peers();
+  const bool emulated = caps_->emulates_peers;
   validate(args, rank_, size_, emulated);
   if (is_reduction(args.kind) && !backend_->supports(args.op, args.dtype)) {
     fail(Status::kUnsupported, op_api_name(args.kind), ": the ", backend_name(),
          " backend cannot reduce ", dtype_name(args.dtype), " with ",
          reduce_op_name(args.op));
   }
-  if (emulated && (args.kind == OpKind::kSend || args.kind == OpKind::kRecv)) {
+  if (emulated && is_p2p(args.kind)) {
     fail(Status::kUnsupported, op_api_name(args.kind),
          ": a fake gang has no peers to exchange messages with");
+  }
+  if (is_p2p(args.kind) && !caps_->tagged_p2p && args.tag != 0) {
+    fail(Status::kUnsupported, op_api_name(args.kind), ": tag ", args.tag,
+         ": the ", backend_name(),
+         " backend matches messages in issue order and takes tag 0 only");
   }
 }
 
 std::shared_ptr<Work> Gang::issue(CollectiveArgs args, bool async) {
   check(args);
-  {
+  if (open_groups_.load(std::memory_order_relaxed) != 0) {
     std::lock_guard<std::mutex> lock(mu_);
-    if (group_open_) {
+    const auto me = std::this_thread::get_id();
+    for (auto& [thread, ops] : groups_) {
+      if (thread != me) continue;
       if (async) {
         fail(Status::kInvalidArgument, op_api_name(args.kind),
              ": inside a group pass work == NULL; gang_group_end returns the "
              "group's work");
       }
-      group_.push_back(std::move(args));
+      ops.push_back(std::move(args));
       return nullptr;
     }
   }
@@ -256,27 +86,51 @@ std::shared_ptr<Work> Gang::issue(CollectiveArgs args, bool async) {
 
 void Gang::group_start() {
   std::lock_guard<std::mutex> lock(mu_);
-  if (group_open_) {
-    fail(Status::kInvalidArgument,
-         "gang_group_start: a group is already open on gang \"", name_,
-         "\"; groups do not nest");
+  const auto me = std::this_thread::get_id();
+  for (const auto& group : groups_) {
+    if (group.first == me) {
+      fail(Status::kInvalidArgument,
+           "gang_group_start: this thread has a group open on gang \"", name_,
+           "\" already; groups do not nest");
+    }
   }
-  group_open_ = true;
+  groups_.emplace_back(me, std::vector<CollectiveArgs>{});
+  open_groups_.fetch_add(1);
 }
 
 std::shared_ptr<Work> Gang::group_end(bool async) {
   std::vector<CollectiveArgs> ops;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (!group_open_) {
+    const auto me = std::this_thread::get_id();
+    auto it = std::find_if(groups_.begin(), groups_.end(),
+                           [&](const auto& g) { return g.first == me; });
+    if (it == groups_.end()) {
       fail(Status::kInvalidArgument,
-           "gang_group_end: no group is open on gang \"", name_, "\"");
+           "gang_group_end: this thread has no group open on gang \"", name_,
+           "\"");
     }
-    group_open_ = false;
-    ops.swap(group_);
+    ops.swap(it->second);
+    groups_.erase(it);
+    open_groups_.fetch_sub(1);
   }
   if (ops.empty()) return nullptr;
   return submit(std::move(ops), async);
+}
+
+void Gang::refuse_in_group(const char* api) {
+  if (open_groups_.load() == 0) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  const auto me = std::this_thread::get_id();
+  for (const auto& group : groups_) {
+    if (group.first == me) {
+      fail(Status::kInvalidArgument, api,
+           ": this thread has a group open on gang \"", name_,
+           "\" (gang_group_start); only the collectives and send/recv of the "
+           "header may join a group: call ",
+           api, " after gang_group_end");
+    }
+  }
 }
 
 void Gang::throw_failed(const char* api) const {
@@ -291,129 +145,150 @@ std::shared_ptr<Work> Gang::submit(std::vector<CollectiveArgs> ops,
       ops.size() == 1 ? op_api_name(ops[0].kind) : "gang_group_end";
   if (failed_.load() != 0) throw_failed(api);
 
-  auto task = std::make_shared<Task>();
-  task->deadline = deadline_after(timeout());
-  std::weak_ptr<Gang> self = weak_from_this();
-  std::unique_lock<std::mutex> lock(mu_);
-  if (stopping_)
-    fail(Status::kAborted, api, ": gang \"", name_, "\" is being destroyed");
-  task->id = next_issue_++;
-  for (const auto& op : ops) {
-    const bool p2p = op.kind == OpKind::kSend || op.kind == OpKind::kRecv;
-    task->seqs.push_back(p2p ? 0 : next_seq_++);
-  }
-  task->work = std::make_shared<Work>(
-      task->deadline,
-      [self](const std::string& why) {
-        if (auto g = self.lock()) g->mark_failed(Status::kTimeout, why);
-      },
-      api, task->id, name_);
-  task->ops = std::move(ops);
-  if (recorder_) {
-    for (size_t i = 0; i < task->ops.size(); ++i) {
-      recorder_->issued(task->id, task->seqs[i], task->ops[i]);
+  const Clock::time_point deadline = deadline_after(timeout());
+  void* const stream = stream_.load();
+  // Point-to-point on a tagged backend is posted now; everything else goes
+  // to the executor, in issue order.
+  const bool post_now = caps_->tagged_p2p;
+  std::vector<Operation> now;
+  std::shared_ptr<Task> task;
+  std::shared_ptr<Work> work;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_) {
+      fail(Status::kAborted, api, ": gang \"", name_, "\" is being destroyed");
     }
-  }
-
-  if (!async && !busy_ && queue_.empty()) {
-    // The hot path: run on the caller's thread.
-    busy_ = true;
-    lock.unlock();
-    execute(*task);
-    lock.lock();
-    busy_ = false;
-    cv_.notify_all();
-    return task->work;
-  }
-  queue_.push_back(task);
-  if (!worker_.joinable()) worker_ = std::thread([this] { worker_loop(); });
-  cv_.notify_all();
-  return task->work;
-}
-
-void Gang::worker_loop() {
-  std::unique_lock<std::mutex> lock(mu_);
-  for (;;) {
-    cv_.wait(lock, [this] {
-      return (!queue_.empty() && !busy_) || (stopping_ && queue_.empty());
-    });
-    if (queue_.empty()) return;
-    auto task = std::move(queue_.front());
-    queue_.pop_front();
-    busy_ = true;
-    lock.unlock();
-    execute(*task);
-    lock.lock();
-    busy_ = false;
-    cv_.notify_all();
-  }
-}
-
-void Gang::execute(Task& task) {
-  const char* api =
-      task.ops.size() == 1 ? op_api_name(task.ops[0].kind) : "gang_group_end";
-  if (failed_.load() != 0) {
-    std::lock_guard<std::mutex> lock(fail_mu_);
-    if (recorder_) recorder_->ended(task.id, Status::kAborted);
-    task.work->complete(
-        Status::kAborted,
-        str_cat(api, ": gang \"", name_, "\" failed earlier: ", failure_));
-    return;
-  }
-  Status status = Status::kOk;
-  std::string what;
-  try {
-    if (debug_ && !backend_->emulates_peers()) {
-      for (size_t i = 0; i < task.ops.size(); ++i) {
-        check_fingerprint(task.ops[i], task.seqs[i], task.deadline);
+    const uint64_t id = next_issue_++;
+    for (auto& args : ops) {
+      Operation op;
+      const bool p2p = is_p2p(args.kind);
+      op.seq = p2p ? 0 : next_seq_++;
+      op.deadline = deadline;
+      op.stream = stream;
+      op.args = std::move(args);
+      if (recorder_) recorder_->issued(id, op.seq, op.args);
+      if (p2p && post_now) {
+        now.push_back(std::move(op));
+      } else {
+        if (!task) task = std::make_shared<Task>();
+        task->ops.push_back(std::move(op));
       }
     }
-    if (task.ops.size() == 1) {
-      backend_->run(task.ops[0], task.seqs[0], task.deadline);
-    } else {
-      backend_->run_group(task.ops, task.seqs, task.deadline);
+    const int feeders = (now.empty() ? 0 : 1) + (task ? 1 : 0);
+    work = std::make_shared<Work>(weak_from_this(), recorder_, api, id,
+                                  deadline, feeders);
+    if (!now.empty()) {
+      // Keep the list short: forget works that ended.
+      p2p_works_.erase(
+          std::remove_if(p2p_works_.begin(), p2p_works_.end(),
+                         [](const std::weak_ptr<Work>& w) {
+                           auto live = w.lock();
+                           return !live || live->ended();
+                         }),
+          p2p_works_.end());
+      p2p_works_.push_back(work);
     }
-  } catch (const Error& e) {
-    status = e.status();
-    what = e.what();
-  } catch (const std::bad_alloc&) {
-    status = Status::kNoMemory;
-    what = "out of memory";
-  } catch (const std::exception& e) {
-    status = Status::kInternal;
-    what = e.what();
   }
-  if (status == Status::kOk) {
-    if (recorder_) recorder_->ended(task.id, Status::kOk);
-    task.work->complete(Status::kOk, "");
+  if (!now.empty()) {
+    try {
+      std::lock_guard<std::mutex> lock(post_mu_);
+      auto all = std::make_unique<CompositeWork>();
+      for (const Operation& op : now) all->add(backend_->post(op));
+      work->posted(CompositeWork::simplify(std::move(all)));
+    } catch (const Error& e) {
+      work->failed(e.status(), e.what());
+    } catch (const std::bad_alloc&) {
+      work->failed(Status::kNoMemory, "out of memory");
+    } catch (const std::exception& e) {
+      work->failed(Status::kInternal, e.what());
+    }
+  }
+  if (task) {
+    task->work = work;
+    executor_->submit(std::move(task), async);
+  }
+  return work;
+}
+
+void Gang::post_task(Task& task) {
+  if (failed_.load() != 0) {
+    std::lock_guard<std::mutex> lock(fail_mu_);
+    task.work->complete(Status::kAborted,
+                        str_cat(task.work->api(), ": gang \"", name_,
+                                "\" failed earlier: ", failure_));
     return;
   }
-  std::string message = str_cat(api, " (operation ", task.id, ") on gang \"",
-                                name_, "\" rank ", rank_, ": ", what);
+  try {
+    if (debug_ && !caps_->emulates_peers) {
+      for (const Operation& op : task.ops) {
+        check_fingerprint(op.args, op.seq, op.deadline);
+      }
+    }
+    BackendWorkPtr pending = task.ops.size() == 1
+                                 ? backend_->post(task.ops[0])
+                                 : backend_->post_group(task.ops);
+    task.work->posted(std::move(pending));
+  } catch (const Error& e) {
+    task.work->failed(e.status(), e.what());
+  } catch (const std::bad_alloc&) {
+    task.work->failed(Status::kNoMemory, "out of memory");
+  } catch (const std::exception& e) {
+    task.work->failed(Status::kInternal, e.what());
+  }
+}
+
+void Gang::control(const char* api,
+                   const std::function<void(Clock::time_point)>& f) {
+  refuse_in_group(api);
+  if (failed_.load() != 0) throw_failed(api);
+  uint64_t id;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_) {
+      fail(Status::kAborted, api, ": gang \"", name_, "\" is being destroyed");
+    }
+    id = next_issue_++;
+  }
+  try {
+    f(deadline_after(timeout()));
+  } catch (const Error& e) {
+    // Arguments refused before anything moved leave the gang usable.
+    if (e.status() == Status::kInvalidArgument ||
+        e.status() == Status::kUnsupported) {
+      throw;
+    }
+    Status status = e.status();
+    const std::string message = report_failure(api, id, &status, e.what());
+    throw Error(status, message);
+  }
+}
+
+// ---- failure and teardown ---------------------------------------------------
+
+std::string Gang::report_failure(const char* api, uint64_t id, Status* status,
+                                 const std::string& what) {
+  std::string message = str_cat(api, " (operation ", id, ") on gang \"", name_,
+                                "\" rank ", rank_, ": ", what);
   // A failure recorded meanwhile (an abort from another thread, an overdue
   // wait) is why the backend gave up: report that first error.
   if (failed_.load() != 0) {
     std::lock_guard<std::mutex> lock(fail_mu_);
-    status = static_cast<Status>(failed_.load());
-    message = str_cat(api, " (operation ", task.id, ") on gang \"", name_,
-                      "\": ", failure_);
+    *status = static_cast<Status>(failed_.load());
+    message =
+        str_cat(api, " (operation ", id, ") on gang \"", name_, "\": ", failure_);
   }
-  if (recorder_) recorder_->ended(task.id, status);
-  mark_failed(status, message);
-  task.work->complete(status, message);
+  // Recorded before the gang fails, so the dump shows how this one ended.
+  if (recorder_) recorder_->ended(id, *status);
+  mark_failed(*status, message);
+  return message;
 }
 
-void Gang::run_blocking(CollectiveArgs args) {
-  check(args);
-  std::vector<CollectiveArgs> ops;
-  ops.push_back(std::move(args));
-  std::string message;
-  const Status s = submit(std::move(ops), false)->wait(Millis(-1), &message);
-  if (s != Status::kOk) throw Error(s, message);
+std::string Gang::overdue(const std::string& why) {
+  const std::string message = str_cat(why, " on gang \"", name_, "\" rank ",
+                                      rank_);
+  mark_failed(Status::kTimeout, message);
+  return message;
 }
-
-// ---- failure and teardown
-// ------------------------------------------------------
 
 void Gang::mark_failed(Status status, const std::string& message) {
   int expected = 0;
@@ -427,6 +302,7 @@ void Gang::mark_failed(Status status, const std::string& message) {
     GANG_LOG(kWarn, "gang \"", name_, "\" rank ", rank_, " failed: ", message);
     // Closing the transport both unblocks this rank and tells the peers.
     backend_->abort();
+    if (control_) control_->abort();
     if (recorder_) {
       recorder_->dump(name_, rank_, size_, message);
       GANG_LOG(kWarn, "gang \"", name_, "\" rank ", rank_,
@@ -438,30 +314,44 @@ void Gang::mark_failed(Status status, const std::string& message) {
 void Gang::abort() {
   mark_failed(Status::kAborted, str_cat("gang_abort was called on gang \"",
                                         name_, "\" rank ", rank_));
-  cv_.notify_all();
 }
 
 void Gang::shutdown() {
   std::call_once(shutdown_once_, [this] {
-    std::unique_lock<std::mutex> lock(mu_);
-    const bool idle = cv_.wait_until(lock, deadline_after(timeout()), [this] {
-      return !busy_ && queue_.empty();
-    });
+    if (!executor_) return;  // make() failed before the gang was complete
+    const Clock::time_point deadline = deadline_after(timeout());
+    bool idle = executor_->wait_idle(deadline);
+    std::vector<std::weak_ptr<Work>> p2p;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stopping_ = true;
+      p2p.swap(p2p_works_);
+    }
+    for (const auto& weak : p2p) {
+      auto w = weak.lock();
+      if (!w) continue;
+      const auto left = std::chrono::duration_cast<Millis>(
+          deadline - Clock::now());
+      if (w->wait(std::max(left, Millis(0)), nullptr) == Status::kInProgress) {
+        idle = false;
+        break;
+      }
+    }
     if (!idle) {
-      lock.unlock();
       mark_failed(Status::kAborted,
                   str_cat("gang \"", name_,
                           "\" was destroyed with operations in flight"));
-      lock.lock();
     }
-    stopping_ = true;
-    cv_.notify_all();
-    lock.unlock();
-    if (worker_.joinable()) worker_.join();
     // A blocking call on another thread ends promptly once the backend is
     // aborted; wait for it so that it never runs on a freed gang.
-    lock.lock();
-    cv_.wait_for(lock, Work::kGrace, [this] { return !busy_; });
+    executor_->stop(Work::kGrace);
+    if (failed_.load() == 0) {
+      try {
+        backend_->finalize();
+      } catch (...) {
+        // Teardown is best effort; the gang is going away either way.
+      }
+    }
   });
 }
 

@@ -1,26 +1,30 @@
 // The Gang facade: every operation enters here, through issue(), so that
-// validation, sequence numbers, timeouts and the failed state exist once.
+// validation, sequence numbers, deadlines and the failed state exist once.
 //
-// Execution model. Operations run in issue order on every rank. A blocking
-// call issued while nothing is queued runs on the caller's thread (no thread
-// hand-off on the hot path); everything else goes to a per-gang worker thread
-// started on first need. Either way one operation runs at a time.
+// Execution model. Collectives are posted to the backend in issue order on
+// every rank, by the executor (on the caller's thread when nothing is
+// queued). On a backend with tagged point-to-point (every CPU backend),
+// sends and receives are posted the moment they are issued and matched by
+// (peer, tag), so any pattern MPI allows completes. Groups belong to the
+// thread that opened them. The core's own traffic goes over the control
+// channel.
 #pragma once
 
 #include <array>
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
-#include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
+#include "base/error.h"
 #include "core/backend.h"
 #include "core/collective.h"
-#include "core/error.h"
+#include "core/registry.h"
 #include "core/work.h"
 #include "topology/layout.h"
 
@@ -30,7 +34,10 @@ class Store;
 
 namespace gang::core {
 
+class ControlChannel;
+class Executor;
 class FlightRecorder;
+struct Task;
 
 // What gang_create asks for, as the C shim copied it from gang_options_t.
 struct GangOptions {
@@ -54,7 +61,8 @@ struct HostBytes {
 
 class Gang : public std::enable_shared_from_this<Gang> {
  public:
-  // Collective over all ranks of the new gang. Throws gang::Error.
+  // Collective over all ranks of the new gang (gang_create.cc). Throws
+  // gang::Error.
   static std::shared_ptr<Gang> create(const GangOptions& options);
   static std::shared_ptr<Gang> create_fake(int rank, int size);
 
@@ -72,17 +80,23 @@ class Gang : public std::enable_shared_from_this<Gang> {
   int root_rank(int rank) const;
   Millis timeout() const { return Millis(timeout_ms_.load()); }
   void set_timeout(Millis timeout) { timeout_ms_.store(timeout.count()); }
+  void* stream() const { return stream_.load(); }
+  // gang_set_cuda_stream: only device gangs take a non-null stream.
+  void set_stream(void* stream);
   bool supports(ReduceOp op, DType dtype) const;
-  // kOk while the gang is healthy, else the status that failed it.
-  Status async_error() const;
+  // kOk while the gang is healthy, else the status that failed it (also an
+  // error the backend noticed on its own).
+  Status async_error();
 
   // Validates and issues one operation. async: returns at once; otherwise
-  // returns when it has ended. Inside a group the operation is only recorded
-  // and null is returned.
+  // returns once posted (the caller waits on the work). Inside a group this
+  // thread opened, the operation is only recorded and null is returned.
   std::shared_ptr<Work> issue(CollectiveArgs args, bool async);
 
+  // Groups belong to the calling thread; other threads' operations meanwhile
+  // are issued normally.
   void group_start();
-  // Issues the recorded group; null for an empty group.
+  // Issues this thread's recorded group; null for an empty group.
   std::shared_ptr<Work> group_end(bool async);
 
   // Collective over this gang; null for ranks outside the new gang.
@@ -95,7 +109,8 @@ class Gang : public std::enable_shared_from_this<Gang> {
   AxisGangs split_parallel(const topology::Layout& layout,
                            const std::string& fingerprint);
 
-  // Byte payloads and helpers (blocking). See gang.h for their contracts.
+  // Byte payloads and helpers (blocking, over the control channel). See
+  // gang.h for their contracts.
   HostBytes broadcast_bytes(const void* data, size_t len, int root);
   HostBytes all_gather_bytes(const void* data, size_t len, size_t* lens,
                              size_t nlens);
@@ -107,52 +122,69 @@ class Gang : public std::enable_shared_from_this<Gang> {
   // Fails the gang (if healthy) and makes in-flight work end promptly.
   void abort();
   // gang_destroy: waits at most the timeout for in-flight work, aborts the
-  // rest, stops the worker. Idempotent.
+  // rest, stops the executor. Idempotent.
   void shutdown();
 
+  // For Work: the message of a failed operation, after failing the gang
+  // with it. *status becomes the gang's first error when an earlier failure
+  // (an abort, an overdue wait) is why this operation failed.
+  std::string report_failure(const char* api, uint64_t id, Status* status,
+                             const std::string& what);
+  // For Work: an operation outlived its deadline; fails the gang, returns
+  // the message.
+  std::string overdue(const std::string& why);
+
  private:
-  struct Task {
-    std::vector<CollectiveArgs> ops;
-    std::vector<uint64_t> seqs;  // one per op; 0 for point-to-point
-    uint64_t id = 0;             // issue order on this rank, for messages
-    Clock::time_point deadline;
-    std::shared_ptr<Work> work;
+  // Everything make() needs to build a gang (gang_create.cc).
+  struct Setup {
+    std::string name;
+    int rank = 0;
+    int size = 1;
+    std::vector<int> root_ranks;
+    BackendInfo backend;
+    BackendConfig config;
+    // The rendezvous store (unprefixed) and this gang's prefix in it; null
+    // and "" when the gang needs no rendezvous.
+    std::shared_ptr<store::Store> store;
+    std::string store_prefix;
+    // The parent's own control backend, for a child that needs one too.
+    Backend* control_parent = nullptr;
+    bool debug = false;
   };
 
   Gang() = default;
-
-  // The part of create() after the rendezvous is chosen.
-  static std::shared_ptr<Gang> finish_create(
-      const std::string& name, int rank, int size, BackendFactory factory,
-      const BackendConfig& config, const std::string& prefix,
-      std::shared_ptr<store::Store> store, bool debug);
-  static std::shared_ptr<Gang> make(std::string name, int rank, int size,
-                                    std::vector<int> root_ranks,
-                                    BackendFactory factory,
-                                    const BackendConfig& config,
-                                    std::string store_prefix);
+  static std::shared_ptr<Gang> make(Setup setup);
+  // The control channel of a gang whose backend takes no host memory: a
+  // host backend of its own, meeting under <prefix>control/.
+  static std::unique_ptr<ControlChannel> own_control(const Setup& setup);
 
   // Validation and capability checks, before anything is issued.
   void check(const CollectiveArgs& args) const;
   std::shared_ptr<Work> submit(std::vector<CollectiveArgs> ops, bool async);
-  void execute(Task& task);
-  void worker_loop();
-  // Runs a blocking internal operation (splits, bytes) and throws its error.
-  void run_blocking(CollectiveArgs args);
-  // Every rank's `mine`, in rank order (one blocking all-gather).
-  std::vector<uint64_t> all_gather_word(uint64_t mine);
+  // The executor's callback: posts a task's operations.
+  void post_task(Task& task);
   // Debug checks: every rank compares what it is about to run (one
-  // all-gather) and a difference is kMismatch naming both calls.
+  // all-gather over the control channel) and a difference is kMismatch
+  // naming both calls.
   void check_fingerprint(const CollectiveArgs& args, uint64_t seq,
                          Clock::time_point deadline);
+  // Runs `f` (control traffic of the public call `api`): refused inside
+  // this thread's open group and on a failed gang; an error fails the gang.
+  void control(const char* api,
+               const std::function<void(Clock::time_point deadline)>& f);
+  void check_p2p_bytes(OpKind kind, int peer, int tag);
+  // Throws kInvalidArgument naming `api` if this thread has a group open.
+  void refuse_in_group(const char* api);
   // Records the first error (later ones are ignored) and aborts the backend.
   void mark_failed(Status status, const std::string& message);
   [[noreturn]] void throw_failed(const char* api) const;
   // A gang of `members` (ranks of this gang, this rank among them), named
-  // <name>/<label>, meeting under <store prefix>/<store_label>/.
+  // <name>/<label>, meeting under <store prefix>/<store_label>/. color and
+  // key are passed to the backend for a native split.
   std::shared_ptr<Gang> make_child(const std::vector<int>& members,
                                    const std::string& label,
-                                   const std::string& store_label);
+                                   const std::string& store_label, int color,
+                                   int key);
 
   // Identity.
   std::string name_;
@@ -163,28 +195,36 @@ class Gang : public std::enable_shared_from_this<Gang> {
   int device_index_ = -1;
   bool debug_ = false;  // fingerprint every collective
   std::atomic<int64_t> timeout_ms_{0};
+  std::atomic<void*> stream_{nullptr};
 
-  // Backend and rendezvous. The factory makes sub-gangs' backends.
+  // Backend and rendezvous.
   std::unique_ptr<Backend> backend_;
-  BackendFactory factory_ = nullptr;
+  const Capabilities* caps_ = nullptr;
+  std::unique_ptr<ControlChannel> control_;
+  BackendInfo backend_info_;  // makes the sub-gangs' backends
+  int local_rank_ = -1;
+  int local_size_ = -1;
+  std::string host_id_;
   std::shared_ptr<store::Store> store_;
   std::string store_prefix_;  // gang/<name>/<generation>/
   uint64_t splits_ = 0;       // sub-gangs made so far; the same on every rank
 
-  // Execution.
+  // Issuing.
+  std::unique_ptr<Executor> executor_;
   std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<std::shared_ptr<Task>> queue_;
-  bool busy_ = false;
-  bool stopping_ = false;
-  std::thread worker_;
   uint64_t next_seq_ = 1;    // collectives issued, for the wire
   uint64_t next_issue_ = 0;  // every operation issued, for messages
-  bool group_open_ = false;
-  std::vector<CollectiveArgs> group_;
+  std::mutex post_mu_;       // posts point-to-point operations in issue order
+  // Point-to-point works posted at issue and maybe not ended yet, which
+  // shutdown waits for.
+  std::vector<std::weak_ptr<Work>> p2p_works_;
+  bool stopping_ = false;
+  // Open groups, one per thread that opened one.
+  std::vector<std::pair<std::thread::id, std::vector<CollectiveArgs>>> groups_;
+  std::atomic<int> open_groups_{0};
 
   // GANG_FLIGHT_RECORDER: the recent operations, dumped when the gang fails.
-  std::unique_ptr<FlightRecorder> recorder_;
+  std::shared_ptr<FlightRecorder> recorder_;
 
   // Failure: the first error, kept for the messages of later calls.
   std::atomic<int> failed_{0};

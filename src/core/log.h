@@ -2,7 +2,7 @@
 #pragma once
 
 #include "core/env.h"
-#include "core/error.h"
+#include "base/error.h"
 
 namespace gang::core {
 

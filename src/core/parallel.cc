@@ -2,9 +2,11 @@
 // all-gather. The layout is a pure function every rank computes alike, so
 // membership needs no traffic; one all-gather of a fingerprint checks that
 // the ranks agree on the configuration.
+#include <algorithm>
 #include <cstring>
 #include <map>
 
+#include "core/control_channel.h"
 #include "core/gang.h"
 #include "core/log.h"
 
@@ -31,10 +33,11 @@ Gang::AxisGangs Gang::split_parallel(const topology::Layout& layout,
     fail(Status::kInternal, api, ": layout of size ", layout.size(),
          " for a gang of size ", size_);
   }
-  if (failed_.load() != 0) throw_failed(api);
-
   const uint64_t mine = fnv1a(fingerprint);
-  const std::vector<uint64_t> all = all_gather_word(mine);
+  std::vector<uint64_t> all;
+  control(api, [&](Clock::time_point deadline) {
+    all = control_->all_gather_words(mine, size_, deadline);
+  });
   for (int r = 0; r < size_; ++r) {
     if (all[static_cast<size_t>(r)] != mine) {
       fail(Status::kMismatch, api, ": rank ", r,
@@ -59,7 +62,13 @@ Gang::AxisGangs Gang::split_parallel(const topology::Layout& layout,
       const std::string name = topology::axis_name(axis);
       const std::string where =
           str_cat("par", id, "/", name, layout.group_index(axis, rank_));
-      it = made.emplace(members, make_child(members, name, where)).first;
+      const int index = static_cast<int>(
+          std::find(members.begin(), members.end(), rank_) - members.begin());
+      it = made
+               .emplace(members,
+                        make_child(members, name, where,
+                                   layout.group_index(axis, rank_), index))
+               .first;
     }
     out[static_cast<size_t>(a)] = it->second;
   }

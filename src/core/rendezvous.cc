@@ -3,7 +3,8 @@
 #include <utility>
 
 #include "core/env.h"
-#include "core/error.h"
+#include "base/error.h"
+#include "base/text.h"
 #include "core/log.h"
 #include "store/store.h"
 
@@ -21,11 +22,6 @@ struct Plan {
 };
 
 bool is_tcp(const std::string& url) { return url.rfind("tcp://", 0) == 0; }
-
-std::string host_port(const std::string& host, int port) {
-  const bool v6 = host.find(':') != std::string::npos;
-  return str_cat(v6 ? "[" : "", host, v6 ? "]" : "", ":", port);
-}
 
 // Why a source gave no master, for the message that asks for one.
 const char* missing_master_hint(const std::string& source) {
@@ -57,7 +53,7 @@ Plan plan_from_launch(const env::Launch& l, int rank, int size) {
          missing_master_hint(l.source));
   }
   Plan p;
-  const std::string where = host_port(l.master_addr, l.master_port);
+  const std::string where = base::host_port(l.master_addr, l.master_port);
   if (l.agent_store) {
     // torchrun's agent serves PyTorch's TCPStore there for the whole job;
     // binding the port would fail, and a second server would split the job.

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <numeric>
 
+#include "core/control_channel.h"
 #include "core/gang.h"
 #include "core/log.h"
 #include "store/store.h"
@@ -11,27 +12,22 @@
 namespace gang::core {
 
 std::shared_ptr<Gang> Gang::split(int color, int key) {
+  static const char* const api = "gang_split";
   if (color < -1) {
-    fail(Status::kInvalidArgument, "gang_split: color ", color,
+    fail(Status::kInvalidArgument, api, ": color ", color,
          " must be >= 0, or -1 (GANG_COLOR_NONE) to stay out");
   }
-  if (backend_->emulates_peers()) {
+  if (caps_->emulates_peers) {
     fail(Status::kUnsupported,
          "gang_split: a fake gang cannot learn its peers' colors; use "
          "gang_create_subgang");
   }
-  if (failed_.load() != 0) throw_failed("gang_split");
-
   // Every rank contributes (color, key); all see the same table.
   const int32_t mine[2] = {color, key};
   std::vector<int32_t> table(2 * static_cast<size_t>(size_));
-  CollectiveArgs gather;
-  gather.kind = OpKind::kAllGather;
-  gather.send = mine;
-  gather.recv = table.data();
-  gather.count = 2;
-  gather.dtype = DType::kInt32;
-  run_blocking(gather);
+  control(api, [&](Clock::time_point deadline) {
+    control_->all_gather(mine, table.data(), 2, DType::kInt32, deadline);
+  });
 
   const uint64_t id = splits_++;
   if (color < 0) return nullptr;
@@ -44,7 +40,7 @@ std::shared_ptr<Gang> Gang::split(int color, int key) {
            table[2 * static_cast<size_t>(b) + 1];
   });
   const std::string label = str_cat("split", id, ".", color);
-  return make_child(members, label, label);
+  return make_child(members, label, label, color, key);
 }
 
 std::shared_ptr<Gang> Gang::create_subgang(const std::vector<int>& ranks) {
@@ -65,14 +61,15 @@ std::shared_ptr<Gang> Gang::create_subgang(const std::vector<int>& ranks) {
     }
     if (r == rank_) index = static_cast<int>(i);
   }
+  refuse_in_group("gang_create_subgang");
   if (failed_.load() != 0) throw_failed("gang_create_subgang");
 
-  if (backend_->emulates_peers()) {
+  if (caps_->emulates_peers) {
     // No traffic: every rank knows the list, so membership is local.
     const uint64_t id = splits_++;
     if (index < 0) return nullptr;
     const std::string label = str_cat("sub", id);
-    return make_child(ranks, label, label);
+    return make_child(ranks, label, label, 0, index);
   }
   // A split whose color is membership and whose key is the list position
   // gives exactly the listed order.
@@ -82,31 +79,39 @@ std::shared_ptr<Gang> Gang::create_subgang(const std::vector<int>& ranks) {
 
 std::shared_ptr<Gang> Gang::make_child(const std::vector<int>& members,
                                        const std::string& label,
-                                       const std::string& store_label) {
+                                       const std::string& store_label,
+                                       int color, int key) {
   const auto it = std::find(members.begin(), members.end(), rank_);
   const int new_rank = static_cast<int>(it - members.begin());
   const int new_size = static_cast<int>(members.size());
 
-  std::vector<int> roots;
-  roots.reserve(members.size());
-  for (int m : members) roots.push_back(root_ranks_[static_cast<size_t>(m)]);
+  Setup s;
+  s.name = str_cat(name_, "/", label);
+  s.rank = new_rank;
+  s.size = new_size;
+  s.root_ranks.reserve(members.size());
+  for (int m : members) s.root_ranks.push_back(root_ranks_[static_cast<size_t>(m)]);
+  s.backend = backend_info_;
+  s.debug = debug_;
+  s.control_parent = control_->owns_backend() ? &control_->backend() : nullptr;
 
-  BackendConfig cfg;
+  BackendConfig& cfg = s.config;
   cfg.rank = new_rank;
   cfg.size = new_size;
+  cfg.host_id = host_id_;
   cfg.device_type = device_type_;
   cfg.device_index = device_index_;
   cfg.timeout = timeout();
   cfg.parent = backend_.get();
-  std::string prefix;
+  cfg.color = color;
+  cfg.key = key;
   if (store_ && new_size > 1) {
-    prefix = str_cat(store_prefix_, store_label, "/");
-    cfg.store = store::with_prefix(store_, prefix + "backend/", timeout());
+    s.store = store_;
+    s.store_prefix = str_cat(store_prefix_, store_label, "/");
+    cfg.store = store::with_prefix(store_, s.store_prefix + "backend/", timeout());
   }
-  auto child = make(str_cat(name_, "/", label), new_rank, new_size,
-                    std::move(roots), factory_, cfg, prefix);
-  child->store_ = store_;
-  child->debug_ = debug_;
+  auto child = make(std::move(s));
+  child->stream_.store(stream_.load());
   GANG_LOG(kInfo, "created sub-gang \"", child->name(), "\" rank ", new_rank,
            " of ", new_size);
   return child;

@@ -3,7 +3,7 @@
 #include <cstdint>
 #include <limits>
 
-#include "core/error.h"
+#include "base/error.h"
 
 namespace gang::core {
 

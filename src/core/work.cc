@@ -1,54 +1,154 @@
 #include "core/work.h"
 
+#include <algorithm>
+#include <new>
+
+#include "core/flight_recorder.h"
+#include "core/gang.h"
+
 namespace gang::core {
 
-Work::Work(Clock::time_point deadline,
-           std::function<void(const std::string&)> on_overdue, const char* api,
-           uint64_t id, std::string gang_name)
-    : deadline_(deadline),
-      on_overdue_(std::move(on_overdue)),
+Work::Work(std::weak_ptr<Gang> gang, std::shared_ptr<FlightRecorder> recorder,
+           const char* api, uint64_t id, Clock::time_point deadline,
+           int feeders)
+    : gang_(std::move(gang)),
+      recorder_(std::move(recorder)),
       api_(api),
       id_(id),
-      gang_name_(std::move(gang_name)) {}
+      deadline_(deadline),
+      feeders_(feeders) {}
+
+Work::~Work() = default;
+
+void Work::finish_locked(Status status, const std::string& message) {
+  if (done_) return;
+  done_ = true;
+  status_ = status;
+  message_ = message;
+  if (recorder_) recorder_->ended(id_, status);
+  cv_.notify_all();
+}
 
 void Work::complete(Status status, const std::string& message) {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (done_) return;
-    done_ = true;
-    status_ = status;
-    message_ = message;
+  std::lock_guard<std::mutex> lock(mu_);
+  finish_locked(status, message);
+}
+
+void Work::posted(BackendWorkPtr pending) {
+  std::lock_guard<std::mutex> lock(mu_);
+  --feeders_;
+  if (pending) pending_.push_back(std::move(pending));
+  if (feeders_ == 0 && pending_.empty() && !driving_) {
+    finish_locked(Status::kOk, "");
   }
   cv_.notify_all();
 }
 
-Status Work::test(std::string* message) const {
+void Work::failed(Status status, const std::string& what) {
+  Status final_status = status;
+  std::string message = str_cat(api_, " (operation ", id_, "): ", what);
+  if (auto g = gang_.lock()) {
+    message = g->report_failure(api_, id_, &final_status, what);
+  }
   std::lock_guard<std::mutex> lock(mu_);
-  if (!done_) return Status::kInProgress;
+  --feeders_;
+  finish_locked(final_status, message);
+}
+
+void Work::drive(std::unique_lock<std::mutex>& lock, bool blocking,
+                 Clock::time_point until) {
+  driving_ = true;
+  std::vector<BackendWorkPtr> mine;
+  mine.swap(pending_);
+  lock.unlock();
+  Status error = Status::kOk;
+  std::string what;
+  size_t ended = 0;
+  try {
+    for (; ended < mine.size(); ++ended) {
+      const bool done =
+          blocking ? mine[ended]->wait(until) : mine[ended]->test();
+      if (!done) break;
+    }
+  } catch (const Error& e) {
+    error = e.status();
+    what = e.what();
+  } catch (const std::bad_alloc&) {
+    error = Status::kNoMemory;
+    what = "out of memory";
+  } catch (const std::exception& e) {
+    error = Status::kInternal;
+    what = e.what();
+  }
+  if (error != Status::kOk) {
+    std::string message = str_cat(api_, " (operation ", id_, "): ", what);
+    Status final_status = error;
+    if (auto g = gang_.lock()) {
+      message = g->report_failure(api_, id_, &final_status, what);
+    }
+    lock.lock();
+    driving_ = false;
+    finish_locked(final_status, message);
+    cv_.notify_all();
+    return;
+  }
+  lock.lock();
+  driving_ = false;
+  // What did not end goes back, ahead of parts posted meanwhile.
+  if (ended < mine.size()) {
+    std::move(mine.begin() + static_cast<std::ptrdiff_t>(ended), mine.end(),
+              std::back_inserter(pending_));
+  }
+  if (feeders_ == 0 && pending_.empty()) finish_locked(Status::kOk, "");
+  cv_.notify_all();
+}
+
+void Work::check_overdue(std::unique_lock<std::mutex>& lock) {
+  if (done_ || Clock::now() < deadline_ + kGrace) return;
+  // The backend should have ended the operation at its deadline; it did
+  // not, so fail the gang (which aborts the backend) and say so.
+  const std::string why =
+      str_cat(api_, " (operation ", id_, ") did not finish by its deadline");
+  lock.unlock();
+  std::string message = why;
+  if (auto g = gang_.lock()) message = g->overdue(why);
+  lock.lock();
+  finish_locked(Status::kTimeout, message);
+}
+
+Status Work::wait(Millis timeout, std::string* message) {
+  const Clock::time_point hard = deadline_ + kGrace;
+  const Clock::time_point until =
+      timeout.count() < 0 ? hard : std::min(deadline_after(timeout), hard);
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!done_) {
+    if (!pending_.empty() && !driving_) {
+      drive(lock, true, until);
+      continue;
+    }
+    if (Clock::now() >= until) {
+      check_overdue(lock);
+      if (!done_) return Status::kInProgress;
+      break;
+    }
+    cv_.wait_until(lock, until);
+  }
   if (message) *message = message_;
   return status_;
 }
 
-Status Work::wait(Millis timeout, std::string* message) {
+bool Work::ended() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return done_;
+}
+
+Status Work::test(std::string* message) {
   std::unique_lock<std::mutex> lock(mu_);
-  auto done = [this] { return done_; };
-  if (timeout.count() >= 0) {
-    if (!cv_.wait_until(lock, deadline_after(timeout), done)) {
-      return Status::kInProgress;
-    }
-  } else if (!cv_.wait_until(lock, deadline_ + kGrace, done)) {
-    // The backend should have ended the operation at its deadline; it did
-    // not, so fail the gang (which aborts the backend) and say so.
-    const std::string why =
-        str_cat(api_, " (operation ", id_, ") on gang \"", gang_name_,
-                "\" did not finish by its deadline");
-    auto overdue = std::move(on_overdue_);
-    on_overdue_ = nullptr;
-    lock.unlock();
-    if (overdue) overdue(why);
-    complete(Status::kTimeout, why);
-    lock.lock();
+  if (!done_ && !pending_.empty() && !driving_) {
+    drive(lock, false, Clock::time_point{});
   }
+  if (!done_) check_overdue(lock);
+  if (!done_) return Status::kInProgress;
   if (message) *message = message_;
   return status_;
 }

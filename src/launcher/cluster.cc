@@ -8,7 +8,7 @@
 #include <cstdlib>
 #include <utility>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "launcher/rank_env.h"
 
 namespace gang::launcher {

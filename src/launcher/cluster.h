@@ -34,7 +34,7 @@
 #include "launcher/platform.h"
 #include "launcher/signals.h"
 #include "store/store.h"
-#include "store/unique_fd.h"
+#include "base/unique_fd.h"
 
 namespace gang::launcher {
 
@@ -89,7 +89,7 @@ class Cluster {
   std::string url_;
   int torch_port_ = 0;
   std::shared_ptr<store::Store> store_;
-  store::UniqueFd event_;
+  base::UniqueFd event_;
 
   std::mutex mu_;
   std::condition_variable cv_;

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "launcher/cluster.h"
 #include "launcher/options.h"
 #include "launcher/platform.h"
@@ -18,7 +18,7 @@
 #include "launcher/signals.h"
 #include "launcher/supervisor.h"
 #include "store/tcp_server.h"
-#include "store/unique_fd.h"
+#include "base/unique_fd.h"
 
 namespace gang::launcher {
 namespace {
@@ -47,7 +47,7 @@ Outcome launch(const Options& o) {
   SpawnSpec base;
   base.path = find_program(o.command.front());
   base.argv = o.command;
-  store::UniqueFd dev_null(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+  base::UniqueFd dev_null(::open("/dev/null", O_RDONLY | O_CLOEXEC));
   if (!dev_null.valid()) throw LaunchError("cannot open /dev/null");
   base.stdin_fd = dev_null.get();
   if (o.tee) make_dirs(o.log_dir);

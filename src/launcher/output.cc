@@ -24,7 +24,7 @@ void Sink::write(const std::string& data) {
   if (!write_all(fd_, data.data(), data.size())) broken_ = true;
 }
 
-OutputStream::OutputStream(store::UniqueFd pipe, Sink* console,
+OutputStream::OutputStream(base::UniqueFd pipe, Sink* console,
                            std::string prefix, std::shared_ptr<Sink> tee)
     : pipe_(std::move(pipe)),
       console_(console),

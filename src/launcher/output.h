@@ -6,7 +6,7 @@
 #include <string>
 #include <utility>
 
-#include "store/unique_fd.h"
+#include "base/unique_fd.h"
 
 namespace gang::launcher {
 
@@ -15,13 +15,13 @@ namespace gang::launcher {
 class Sink {
  public:
   explicit Sink(int fd) : fd_(fd) {}
-  explicit Sink(store::UniqueFd owned)
+  explicit Sink(base::UniqueFd owned)
       : fd_(owned.get()), owned_(std::move(owned)) {}
   void write(const std::string& data);
 
  private:
   int fd_;
-  store::UniqueFd owned_;
+  base::UniqueFd owned_;
   bool broken_ = false;
 };
 
@@ -30,7 +30,7 @@ class OutputStream {
   // pipe: the read end (non-blocking); console: where lines go; prefix:
   // put before each line ("" for none); tee: also gets every line, without
   // the prefix (nullptr for none).
-  OutputStream(store::UniqueFd pipe, Sink* console, std::string prefix,
+  OutputStream(base::UniqueFd pipe, Sink* console, std::string prefix,
                std::shared_ptr<Sink> tee);
 
   int fd() const { return pipe_.get(); }
@@ -45,7 +45,7 @@ class OutputStream {
  private:
   void forward(const char* data, size_t n, bool flush_partial);
 
-  store::UniqueFd pipe_;
+  base::UniqueFd pipe_;
   Sink* console_;
   std::string prefix_;
   std::shared_ptr<Sink> tee_;

@@ -13,11 +13,9 @@
 #include <cstring>
 #include <system_error>
 
-#include "store/unique_fd.h"
+#include "base/unique_fd.h"
 
 namespace gang::launcher {
-
-std::string errno_text(int err) { return std::system_category().message(err); }
 
 bool write_all(int fd, const char* data, size_t n) {
   while (n > 0) {
@@ -39,7 +37,7 @@ bool write_all(int fd, const char* data, size_t n) {
 }
 
 int pick_free_port() {
-  store::UniqueFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  base::UniqueFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
   if (!fd.valid()) {
     throw LaunchError("cannot open a socket to find a free port: " +
                       errno_text(errno));

@@ -6,6 +6,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "base/text.h"
+
 namespace gang::launcher {
 
 using Clock = std::chrono::steady_clock;
@@ -16,8 +18,7 @@ class LaunchError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// strerror(err), thread-safe.
-std::string errno_text(int err);
+using base::errno_text;
 
 // Writes all n bytes to fd, retrying on EINTR and waiting out EAGAIN.
 // Returns false on any other error (a closed pipe, a full disk).

@@ -14,7 +14,7 @@
 
 namespace gang::launcher {
 
-using store::UniqueFd;
+using base::UniqueFd;
 
 ExitStatus ExitStatus::from_wait(int wstatus) {
   ExitStatus s;

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "store/unique_fd.h"
+#include "base/unique_fd.h"
 
 namespace gang::launcher {
 
@@ -39,8 +39,8 @@ class Child {
   // stderr are the write ends of two pipes whose read ends (non-blocking,
   // close-on-exec) land in *out and *err. Throws LaunchError, e.g. when
   // execve fails, with its reason.
-  static Child spawn(const SpawnSpec& spec, store::UniqueFd* out,
-                     store::UniqueFd* err);
+  static Child spawn(const SpawnSpec& spec, base::UniqueFd* out,
+                     base::UniqueFd* err);
 
   Child() = default;
   Child(Child&& other) noexcept;

@@ -1,5 +1,7 @@
 #include "launcher/rank_env.h"
 
+#include "base/text.h"
+
 #include <set>
 #include <utility>
 
@@ -8,8 +10,11 @@ extern char** environ;
 namespace gang::launcher {
 
 std::string tcp_url(const std::string& host, int port) {
-  const bool v6 = host.find(':') != std::string::npos && host.front() != '[';
-  return "tcp://" + (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
+  // A host given in brackets already is kept as it is.
+  if (!host.empty() && host.front() == '[') {
+    return "tcp://" + host + ":" + std::to_string(port);
+  }
+  return "tcp://" + base::host_port(host, port);
 }
 
 std::vector<std::pair<std::string, std::string>> launch_variables(

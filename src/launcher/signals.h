@@ -6,7 +6,7 @@
 
 #include <vector>
 
-#include "store/unique_fd.h"
+#include "base/unique_fd.h"
 
 namespace gang::launcher {
 
@@ -39,7 +39,7 @@ class SignalFd {
 
  private:
   sigset_t old_mask_;
-  store::UniqueFd fd_;
+  base::UniqueFd fd_;
 };
 
 }  // namespace gang::launcher

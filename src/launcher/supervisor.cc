@@ -65,15 +65,15 @@ void Supervisor::spawn_all(const std::vector<SpawnSpec>& specs) {
     if (options_.tee) {
       const std::string path =
           options_.log_dir + "/rank-" + std::to_string(r.rank) + ".log";
-      store::UniqueFd fd(
+      base::UniqueFd fd(
           ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
       if (!fd.valid()) {
         throw LaunchError("cannot open " + path + ": " + errno_text(errno));
       }
       tee = std::make_shared<Sink>(std::move(fd));
     }
-    store::UniqueFd out;
-    store::UniqueFd err;
+    base::UniqueFd out;
+    base::UniqueFd err;
     r.child = Child::spawn(specs[i], &out, &err);
     const std::string prefix =
         options_.prefix ? "[rank " + std::to_string(r.rank) + "] " : "";

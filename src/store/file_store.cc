@@ -13,11 +13,13 @@
 #include <thread>
 #include <utility>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "store/store_util.h"
-#include "store/unique_fd.h"
+#include "base/unique_fd.h"
 
 namespace gang::store {
+
+using base::UniqueFd;
 
 namespace {
 

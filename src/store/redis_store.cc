@@ -7,10 +7,12 @@
 #include <thread>
 #include <utility>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "store/store_util.h"
 
 namespace gang::store {
+
+using base::UniqueFd;
 
 namespace {
 
@@ -73,8 +75,7 @@ RedisStore::RedisStore(std::string host, int port, std::string key_prefix,
 }
 
 std::string RedisStore::url() const {
-  const bool v6 = host_.find(':') != std::string::npos;
-  return str_cat("redis://", v6 ? "[" : "", host_, v6 ? "]" : "", ":", port_,
+  return str_cat("redis://", base::host_port(host_, port_),
                  prefix_.empty() ? "" : "/", prefix_);
 }
 

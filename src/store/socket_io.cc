@@ -14,6 +14,8 @@
 
 namespace gang::store::net {
 
+using base::UniqueFd;
+
 using detail::Deadline;
 using detail::errno_text;
 

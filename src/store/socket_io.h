@@ -14,9 +14,11 @@
 #include <vector>
 
 #include "store/store_util.h"
-#include "store/unique_fd.h"
+#include "base/unique_fd.h"
 
 namespace gang::store::net {
+
+using base::UniqueFd;
 
 // The outcome of one exchange step, turned into an Error by the caller, who
 // knows which request it was.

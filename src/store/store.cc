@@ -2,7 +2,7 @@
 
 #include <utility>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "store/file_store.h"
 #include "store/memory_store.h"
 #include "store/prefix_store.h"

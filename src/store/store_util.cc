@@ -5,21 +5,9 @@
 #include <cstring>
 #include <system_error>
 
-#include "core/error.h"
+#include "base/error.h"
 
 namespace gang::store::detail {
-
-Clock::duration Deadline::remaining() const {
-  const auto left = end_ - Clock::now();
-  return left > Clock::duration::zero() ? left : Clock::duration::zero();
-}
-
-int Deadline::poll_ms() const {
-  const auto left = remaining();
-  if (left == Clock::duration::zero()) return 0;
-  const auto ms = std::chrono::ceil<Millis>(left).count();
-  return ms > INT_MAX ? INT_MAX : static_cast<int>(ms);
-}
 
 std::string quote(const std::string& key) {
   constexpr size_t kShown = 120;
@@ -42,22 +30,6 @@ std::string quote(const std::string& key) {
   out += '"';
   if (shown < key.size()) out += str_cat("... (", key.size(), " bytes)");
   return out;
-}
-
-namespace {
-// strerror_r is the XSI (int) or the GNU (char*) variant depending on the
-// feature macros; overloads accept either.
-[[maybe_unused]] const char* strerror_result(int rc, const char* buf) {
-  return rc == 0 ? buf : "unknown error";
-}
-[[maybe_unused]] const char* strerror_result(const char* text, const char*) {
-  return text;
-}
-}  // namespace
-
-std::string errno_text(int err) {
-  char buf[256] = {};
-  return strerror_result(strerror_r(err, buf, sizeof buf), buf);
 }
 
 int64_t add_decimal(const std::string& key, const Bytes* current,

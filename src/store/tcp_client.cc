@@ -4,10 +4,12 @@
 
 #include <utility>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "store/store_util.h"
 
 namespace gang::store {
+
+using base::UniqueFd;
 
 using detail::Deadline;
 using detail::quote;
@@ -32,8 +34,7 @@ TcpStore::TcpStore(std::string host, int port, Millis timeout,
 TcpStore::~TcpStore() = default;
 
 std::string TcpStore::url() const {
-  const bool v6 = host_.find(':') != std::string::npos;
-  return str_cat("tcp://", v6 ? "[" : "", host_, v6 ? "]" : "", ":", port_);
+  return "tcp://" + base::host_port(host_, port_);
 }
 
 UniqueFd TcpStore::take_connection(const Deadline& deadline) {

@@ -9,9 +9,11 @@
 #include "store/store.h"
 #include "store/tcp_protocol.h"
 #include "store/tcp_server.h"
-#include "store/unique_fd.h"
+#include "base/unique_fd.h"
 
 namespace gang::store {
+
+using base::UniqueFd;
 
 namespace detail {
 class Deadline;

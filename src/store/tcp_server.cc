@@ -18,12 +18,14 @@
 #include <utility>
 #include <vector>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "store/store_util.h"
 #include "store/tcp_protocol.h"
-#include "store/unique_fd.h"
+#include "base/unique_fd.h"
 
 namespace gang::store {
+
+using base::UniqueFd;
 
 namespace {
 

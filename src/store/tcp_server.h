@@ -5,7 +5,7 @@
 #include <memory>
 #include <thread>
 
-#include "core/error.h"
+#include "base/error.h"
 
 namespace gang::store {
 

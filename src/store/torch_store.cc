@@ -4,10 +4,12 @@
 
 #include <utility>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "store/store_util.h"
 
 namespace gang::store {
+
+using base::UniqueFd;
 
 namespace {
 
@@ -173,8 +175,7 @@ TorchStore::TorchStore(std::string host, int port, Millis timeout)
 }
 
 std::string TorchStore::url() const {
-  const bool v6 = host_.find(':') != std::string::npos;
-  return str_cat("torch://", v6 ? "[" : "", host_, v6 ? "]" : "", ":", port_);
+  return "torch://" + base::host_port(host_, port_);
 }
 
 void TorchStore::set(const std::string& key, const Bytes& value) {

@@ -1,7 +1,7 @@
 // The fake backend: one process standing in for one rank of a gang whose
 // every rank holds this process's data. No traffic, no threads.
+#include "base/error.h"
 #include "core/backend.h"
-#include "core/error.h"
 #include "core/local_collective.h"
 #include "core/registry.h"
 
@@ -9,25 +9,20 @@ namespace gang::backends {
 
 namespace {
 
-using core::Clock;
-using core::CollectiveArgs;
-
 class FakeBackend final : public core::Backend {
  public:
   explicit FakeBackend(const core::BackendConfig& c)
-      : rank_(c.rank), size_(c.size) {}
-
-  const char* name() const override { return "fake"; }
-  bool supports(core::ReduceOp, core::DType) const override { return true; }
-  bool emulates_peers() const override { return true; }
-
-  void run(const CollectiveArgs& args, uint64_t, Clock::time_point) override {
-    core::run_local(args, rank_, size_);
+      : rank_(c.rank), size_(c.size) {
+    caps_.emulates_peers = true;
   }
 
-  void run_group(const std::vector<CollectiveArgs>& ops,
-                 const std::vector<uint64_t>&, Clock::time_point) override {
-    for (const auto& op : ops) core::run_local(op, rank_, size_);
+  const char* name() const override { return "fake"; }
+  const core::Capabilities& capabilities() const override { return caps_; }
+  bool supports(core::ReduceOp, core::DType) const override { return true; }
+
+  core::BackendWorkPtr post(const core::Operation& op) override {
+    core::run_local(op.args, rank_, size_);
+    return nullptr;
   }
 
   void abort() noexcept override {}
@@ -35,13 +30,22 @@ class FakeBackend final : public core::Backend {
  private:
   int rank_;
   int size_;
+  core::Capabilities caps_;
 };
 
-std::unique_ptr<core::Backend> make_fake(const core::BackendConfig& c) {
-  return std::make_unique<FakeBackend>(c);
+core::BackendInfo fake_info() {
+  core::BackendInfo info;
+  info.name = "fake";
+  info.devices = {core::DeviceType::kCpu, core::DeviceType::kCuda};
+  info.priority = -1;  // by name only (gang_create_fake)
+  info.needs_rendezvous = false;
+  info.create = [](const core::BackendConfig& c) {
+    return std::make_unique<FakeBackend>(c);
+  };
+  return info;
 }
 
-const core::BackendRegistrar kRegisterFake("fake", make_fake);
+const core::BackendRegistrar kRegisterFake(fake_info());
 
 }  // namespace
 

@@ -6,7 +6,7 @@
 #include "backends/gloo/gloo_device.h"
 #include "backends/gloo/gloo_sockets.h"
 #include "backends/gloo/gloo_store.h"
-#include "core/error.h"
+#include "base/error.h"
 #include "core/local_collective.h"
 #include "core/registry.h"
 
@@ -15,18 +15,8 @@ namespace gang::backends::gloo_impl {
 namespace {
 
 using core::Clock;
-using core::CollectiveArgs;
 using core::OpKind;
 using Millis = std::chrono::milliseconds;
-
-Millis remaining(Clock::time_point deadline) {
-  const auto left = std::chrono::duration_cast<Millis>(deadline - Clock::now());
-  if (left.count() <= 0) {
-    fail(Status::kTimeout,
-         "the gang's timeout passed before the operation started");
-  }
-  return left;
-}
 
 }  // namespace
 
@@ -38,73 +28,34 @@ GlooBackend::GlooBackend(const core::BackendConfig& config,
       size_(config.size),
       device_(std::move(device)),
       context_(std::move(context)),
-      sockets_(std::move(sockets)) {}
+      sockets_(std::move(sockets)),
+      aborted_(std::make_shared<std::atomic<bool>>(false)) {}
 
 GlooBackend::~GlooBackend() = default;
 
-template <typename F>
-void GlooBackend::guarded(Clock::time_point deadline, F&& f) {
-  if (aborted_.load()) fail(Status::kAborted, "the gang was aborted");
+core::BackendWorkPtr GlooBackend::post(const core::Operation& op) {
+  if (!context_) {
+    core::run_local(op.args, rank_, size_);
+    return nullptr;
+  }
+  if (aborted_->load()) fail(Status::kAborted, "the gang was aborted");
+  if (core::is_p2p(op.args.kind)) return post_p2p(context_, op, aborted_);
+  const auto left =
+      std::chrono::duration_cast<Millis>(op.deadline - Clock::now());
+  if (left.count() <= 0) {
+    fail(Status::kTimeout,
+         "the gang's timeout passed before the operation started");
+  }
   try {
-    f(remaining(deadline));
+    run_collective(context_, op.args, wire_tag(op), left);
   } catch (const ::gloo::Exception& e) {
-    // After abort() the broken connections are our own doing.
-    if (aborted_.load()) fail(Status::kAborted, "the gang was aborted");
-    const std::string what = e.what();
-    // Gloo reports a timeout and a broken connection with the same
-    // exception type; the deadline tells them apart.
-    if (Clock::now() >= deadline - Millis(50) ||
-        what.find("Timed out") != std::string::npos) {
-      fail(Status::kTimeout, "timed out: ", what);
-    }
-    fail(Status::kPeerLost, "lost a peer: ", what);
+    rethrow_gloo(e, op.deadline, aborted_->load());
   }
-}
-
-void GlooBackend::run(const CollectiveArgs& args, uint64_t seq,
-                      Clock::time_point deadline) {
-  if (!context_) {
-    core::run_local(args, rank_, size_);
-    return;
-  }
-  guarded(deadline, [&](Millis timeout) {
-    if (args.kind == OpKind::kSend || args.kind == OpKind::kRecv) {
-      PostedP2P posted = post_p2p(context_, args);
-      finish_p2p(posted, timeout);
-    } else {
-      run_collective(context_, args, static_cast<uint32_t>(seq), timeout);
-    }
-  });
-}
-
-void GlooBackend::run_group(const std::vector<CollectiveArgs>& ops,
-                            const std::vector<uint64_t>& seqs,
-                            Clock::time_point deadline) {
-  if (!context_) {
-    for (const auto& op : ops) core::run_local(op, rank_, size_);
-    return;
-  }
-  guarded(deadline, [&](Millis timeout) {
-    // Post every transfer first so both sides of an exchange can send
-    // before they receive; collectives in the group run in order meanwhile.
-    std::vector<PostedP2P> posted;
-    for (const auto& op : ops) {
-      if (op.kind == OpKind::kSend || op.kind == OpKind::kRecv) {
-        posted.push_back(post_p2p(context_, op));
-      }
-    }
-    for (size_t i = 0; i < ops.size(); ++i) {
-      const auto& op = ops[i];
-      if (op.kind != OpKind::kSend && op.kind != OpKind::kRecv) {
-        run_collective(context_, op, static_cast<uint32_t>(seqs[i]), timeout);
-      }
-    }
-    for (auto& p : posted) finish_p2p(p, timeout);
-  });
+  return nullptr;
 }
 
 void GlooBackend::abort() noexcept {
-  if (aborted_.exchange(true) || !context_) return;
+  if (aborted_->exchange(true) || !context_) return;
   try {
     shutdown_sockets(sockets_);
   } catch (...) {
@@ -150,7 +101,16 @@ std::unique_ptr<core::Backend> make_gloo(const core::BackendConfig& c) {
                                        std::move(sockets));
 }
 
-const core::BackendRegistrar kRegisterGloo("gloo", make_gloo);
+core::BackendInfo gloo_info() {
+  core::BackendInfo info;
+  info.name = "gloo";
+  info.devices = {core::DeviceType::kCpu};
+  info.priority = 10;
+  info.create = make_gloo;
+  return info;
+}
+
+const core::BackendRegistrar kRegisterGloo(gloo_info());
 
 }  // namespace
 

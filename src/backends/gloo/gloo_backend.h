@@ -1,4 +1,7 @@
-// The Gloo backend: CPU collectives over Gloo's TCP transport.
+// The Gloo backend: CPU collectives over Gloo's TCP transport. Collectives
+// run inside post() on the posting thread (a synchronous backend: the hot
+// path hands nothing to another thread); sends and receives are posted to
+// Gloo's pairs at once and complete through a GlooP2PWork.
 #pragma once
 
 #include <gloo/rendezvous/context.h>
@@ -25,12 +28,9 @@ class GlooBackend final : public core::Backend {
   ~GlooBackend() override;
 
   const char* name() const override { return "gloo"; }
+  const core::Capabilities& capabilities() const override { return caps_; }
   bool supports(core::ReduceOp, core::DType) const override { return true; }
-  void run(const core::CollectiveArgs& args, uint64_t seq,
-           core::Clock::time_point deadline) override;
-  void run_group(const std::vector<core::CollectiveArgs>& ops,
-                 const std::vector<uint64_t>& seqs,
-                 core::Clock::time_point deadline) override;
+  core::BackendWorkPtr post(const core::Operation& op) override;
   void abort() noexcept override;
 
   const std::shared_ptr<::gloo::transport::Device>& device() const {
@@ -38,16 +38,14 @@ class GlooBackend final : public core::Backend {
   }
 
  private:
-  // Runs f, turning Gloo's exceptions into gang errors.
-  template <typename F>
-  void guarded(core::Clock::time_point deadline, F&& f);
-
   int rank_;
   int size_;
+  core::Capabilities caps_;
   std::shared_ptr<::gloo::transport::Device> device_;
   std::shared_ptr<::gloo::rendezvous::Context> context_;
   std::vector<ino_t> sockets_;
-  std::atomic<bool> aborted_{false};
+  // Shared with the point-to-point works, which may outlive the backend.
+  std::shared_ptr<std::atomic<bool>> aborted_;
 };
 
 }  // namespace gang::backends::gloo_impl

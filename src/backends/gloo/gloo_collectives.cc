@@ -15,7 +15,8 @@
 #include <cstring>
 #include <vector>
 
-#include "core/error.h"
+#include "base/error.h"
+#include "core/collective.h"
 #include "core/reduce.h"
 
 namespace gang::backends::gloo_impl {
@@ -34,6 +35,8 @@ using Millis = std::chrono::milliseconds;
 constexpr uint64_t kP2PSlotPrefix = uint64_t{0x40} << 56;
 constexpr uint8_t kDirectAllReducePrefix = 0x41;
 constexpr uint8_t kReduceScatterPrefix = 0x42;
+// The core's own point-to-point traffic (byte payloads).
+constexpr uint64_t kControlP2PSlotPrefix = uint64_t{0x43} << 56;
 
 // Below this many bytes received per rank, all-reduce exchanges whole
 // buffers in one round instead of running Gloo's ring: a small message then
@@ -331,28 +334,122 @@ void run_collective(const std::shared_ptr<::gloo::Context>& ctx,
        " reached the collective path");
 }
 
-PostedP2P post_p2p(const std::shared_ptr<::gloo::Context>& ctx,
-                   const CollectiveArgs& a) {
-  PostedP2P posted;
-  const size_t bytes = a.count * core::dtype_size(a.dtype);
-  if (bytes == 0) return posted;  // both sides know the count: nothing to move
-  const uint64_t slot = kP2PSlotPrefix | static_cast<uint32_t>(a.tag);
-  posted.is_send = a.kind == OpKind::kSend;
-  if (posted.is_send) {
-    posted.buffer = ctx->createUnboundBuffer(bytes_ptr(a.send), bytes);
-    posted.buffer->send(a.root, slot);
-  } else {
-    posted.buffer = ctx->createUnboundBuffer(bytes_ptr(a.recv), bytes);
-    posted.buffer->recv(a.root, slot);
-  }
-  return posted;
+uint32_t wire_tag(const core::Operation& op) {
+  return (static_cast<uint32_t>(op.seq) & 0x3fffffffu) |
+         (static_cast<uint32_t>(op.channel) << 30);
 }
 
-void finish_p2p(PostedP2P& posted, Millis timeout) {
-  if (!posted.buffer) return;
-  const bool done = posted.is_send ? posted.buffer->waitSend(timeout)
-                                   : posted.buffer->waitRecv(timeout);
-  if (!done) fail(Status::kAborted, "the transfer was aborted");
+void rethrow_gloo(const ::gloo::Exception& e, core::Clock::time_point deadline,
+                  bool aborted) {
+  if (aborted) fail(Status::kAborted, "the gang was aborted");
+  const std::string what = e.what();
+  // Gloo reports a timeout and a broken connection with the same exception
+  // type; the deadline tells them apart.
+  if (core::Clock::now() >= deadline - Millis(50) ||
+      what.find("Timed out") != std::string::npos) {
+    fail(Status::kTimeout, "timed out: ", what);
+  }
+  fail(Status::kPeerLost, "lost a peer: ", what);
+}
+
+GlooP2PWork::GlooP2PWork(
+    std::unique_ptr<::gloo::transport::UnboundBuffer> buffer, bool is_send,
+    core::Clock::time_point deadline,
+    std::shared_ptr<std::atomic<bool>> aborted)
+    : buffer_(std::move(buffer)),
+      is_send_(is_send),
+      deadline_(deadline),
+      aborted_(std::move(aborted)) {}
+
+GlooP2PWork::~GlooP2PWork() {
+  if (waiter_.joinable()) waiter_.join();
+}
+
+void GlooP2PWork::await() {
+  Status status = Status::kOk;
+  std::string what;
+  try {
+    try {
+      const auto left = std::chrono::duration_cast<Millis>(
+          deadline_ - core::Clock::now());
+      if (left.count() <= 0) {
+        fail(Status::kTimeout,
+             "the gang's timeout passed before the transfer ended");
+      }
+      const bool ok =
+          is_send_ ? buffer_->waitSend(left) : buffer_->waitRecv(left);
+      if (!ok) fail(Status::kAborted, "the transfer was aborted");
+    } catch (const ::gloo::Exception& e) {
+      rethrow_gloo(e, deadline_, aborted_->load());
+    }
+  } catch (const Error& e) {
+    status = e.status();
+    what = e.what();
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  done_ = true;
+  status_ = status;
+  what_ = what;
+  cv_.notify_all();
+}
+
+bool GlooP2PWork::outcome_locked() {
+  if (!done_) return false;
+  if (status_ != Status::kOk) throw Error(status_, what_);
+  return true;
+}
+
+bool GlooP2PWork::test() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!claimed_) {
+    claimed_ = true;
+    waiter_ = std::thread([this] { await(); });
+  }
+  return outcome_locked();
+}
+
+bool GlooP2PWork::wait(core::Clock::time_point until) {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (!claimed_) {
+    claimed_ = true;
+    if (until >= deadline_) {
+      // Nothing to give up before the deadline: wait right here.
+      lock.unlock();
+      await();
+      lock.lock();
+      return outcome_locked();
+    }
+    waiter_ = std::thread([this] { await(); });
+  }
+  cv_.wait_until(lock, until, [this] { return done_; });
+  return outcome_locked();
+}
+
+core::BackendWorkPtr post_p2p(const std::shared_ptr<::gloo::Context>& ctx,
+                              const core::Operation& op,
+                              std::shared_ptr<std::atomic<bool>> aborted) {
+  const CollectiveArgs& a = op.args;
+  const size_t bytes = a.count * core::dtype_size(a.dtype);
+  if (bytes == 0) return nullptr;  // both sides know the count
+  const uint64_t prefix = op.channel == core::Channel::kControl
+                              ? kControlP2PSlotPrefix
+                              : kP2PSlotPrefix;
+  const uint64_t slot = prefix | static_cast<uint32_t>(a.tag);
+  const bool is_send = a.kind == OpKind::kSend;
+  std::unique_ptr<::gloo::transport::UnboundBuffer> buffer;
+  try {
+    if (is_send) {
+      buffer = ctx->createUnboundBuffer(bytes_ptr(a.send), bytes);
+      buffer->send(a.root, slot);
+    } else {
+      buffer = ctx->createUnboundBuffer(bytes_ptr(a.recv), bytes);
+      buffer->recv(a.root, slot);
+    }
+  } catch (const ::gloo::Exception& e) {
+    rethrow_gloo(e, op.deadline, aborted->load());
+  }
+  return std::make_unique<GlooP2PWork>(std::move(buffer), is_send, op.deadline,
+                                       std::move(aborted));
 }
 
 }  // namespace gang::backends::gloo_impl

@@ -13,7 +13,7 @@
 #include <cstring>
 
 #include "core/env.h"
-#include "core/error.h"
+#include "base/error.h"
 #include "core/log.h"
 
 namespace gang::backends::gloo_impl {

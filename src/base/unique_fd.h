@@ -3,7 +3,7 @@
 
 #include <unistd.h>
 
-namespace gang::store {
+namespace gang::base {
 
 class UniqueFd {
  public:
@@ -36,4 +36,4 @@ class UniqueFd {
   int fd_ = -1;
 };
 
-}  // namespace gang::store
+}  // namespace gang::base

@@ -1,0 +1,28 @@
+#include "base/text.h"
+
+#include <cstring>
+
+namespace gang::base {
+
+namespace {
+// strerror_r is the XSI (int) or the GNU (char*) variant depending on the
+// feature macros; overloads accept either.
+[[maybe_unused]] const char* strerror_result(int rc, const char* buf) {
+  return rc == 0 ? buf : "unknown error";
+}
+[[maybe_unused]] const char* strerror_result(const char* text, const char*) {
+  return text;
+}
+}  // namespace
+
+std::string errno_text(int err) {
+  char buf[256] = {};
+  return strerror_result(strerror_r(err, buf, sizeof buf), buf);
+}
+
+std::string host_port(const std::string& host, int port) {
+  const bool v6 = host.find(':') != std::string::npos;
+  return (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
+}
+
+}  // namespace gang::base

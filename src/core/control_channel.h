@@ -1,0 +1,65 @@
+// The core's own host channel. Byte payloads, split bookkeeping, debug
+// fingerprints and the creation barrier are collectives of the core, not of
+// the user: they travel here, in their own tag space, never through a
+// device backend. When the gang's backend takes host memory the channel
+// runs over it (Channel::kControl keeps the traffic apart); otherwise the
+// channel owns a host backend of its own, made beside the device one.
+//
+// Every call is blocking, runs on the caller's thread and throws
+// gang::Error; the gang turns errors into its failed state.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "core/backend.h"
+
+namespace gang::core {
+
+class ControlChannel {
+ public:
+  // Over `host`, which outlives the channel.
+  explicit ControlChannel(Backend* host) : host_(host) {}
+  // Over a host backend of its own.
+  explicit ControlChannel(std::unique_ptr<Backend> own)
+      : own_(std::move(own)), host_(own_.get()) {}
+
+  Backend& backend() { return *host_; }
+  bool owns_backend() const { return own_ != nullptr; }
+
+  void barrier(Clock::time_point deadline);
+  // Every rank's `mine`, in rank order.
+  std::vector<uint64_t> all_gather_words(uint64_t mine, int size,
+                                         Clock::time_point deadline);
+  // `count` elements of dtype per rank, gathered in rank order.
+  void all_gather(const void* send, void* recv, size_t count, DType dtype,
+                  Clock::time_point deadline);
+  void all_gatherv(const void* send, size_t send_count, void* recv,
+                   std::vector<size_t> recv_counts, Clock::time_point deadline);
+  void broadcast(void* buf, size_t count, DType dtype, int root,
+                 Clock::time_point deadline);
+  void send(const void* buf, size_t bytes, int peer, int tag,
+            Clock::time_point deadline);
+  void recv(void* buf, size_t bytes, int peer, int tag,
+            Clock::time_point deadline);
+  // The debug fingerprint of data collective `seq`: `words` 64-bit words
+  // per rank, gathered in rank order in their own tag space.
+  void fingerprint(const uint64_t* mine, uint64_t* all, size_t words,
+                   uint64_t seq, Clock::time_point deadline);
+
+  // Aborts an owned backend (a borrowed one is the gang's to abort).
+  void abort() noexcept;
+
+ private:
+  void run(Operation op);
+
+  std::unique_ptr<Backend> own_;
+  Backend* host_;
+  // Control collectives issued so far: the same on every rank, since every
+  // rank makes the core's calls in the same order.
+  std::atomic<uint64_t> seq_{1};
+};
+
+}  // namespace gang::core

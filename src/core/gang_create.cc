@@ -1,0 +1,197 @@
+// Creating gangs: resolving the options, the rendezvous and its generation,
+// and assembling a Gang around its backend, executor and control channel.
+#include <optional>
+
+#include "core/control_channel.h"
+#include "core/env.h"
+#include "core/executor.h"
+#include "core/flight_recorder.h"
+#include "core/gang.h"
+#include "core/log.h"
+#include "core/registry.h"
+#include "core/rendezvous.h"
+#include "store/store.h"
+#include "topology/host.h"
+
+namespace gang::core {
+
+namespace {
+
+struct Resolved {
+  int rank;
+  int size;
+  Millis timeout;
+  std::string name;
+  bool debug = false;
+  // The launch environment, when rank and size came from it.
+  std::optional<env::Launch> launch;
+};
+
+Resolved resolve(const GangOptions& o) {
+  Resolved r;
+  r.rank = o.rank;
+  r.size = o.size;
+  if (r.rank == -1 && r.size == -1) {
+    r.launch = env::detect();
+    r.rank = r.launch->rank;
+    r.size = r.launch->size;
+  } else if (r.rank == -1 || r.size == -1) {
+    fail(Status::kInvalidArgument, "gang_create: options.rank is ", o.rank,
+         " but options.size is ", o.size, "; set both or neither");
+  }
+  if (r.size < 1) {
+    fail(Status::kInvalidArgument, "gang_create: options.size ", r.size,
+         " must be at least 1");
+  }
+  if (r.rank < 0 || r.rank >= r.size) {
+    fail(Status::kInvalidArgument, "gang_create: options.rank ", r.rank,
+         " is out of range for size ", r.size);
+  }
+  r.timeout = o.timeout_ms > 0 ? Millis(o.timeout_ms) : env::timeout();
+  r.name = o.name.empty() ? "root" : o.name;
+  if (r.name.find_first_of(" \t\n") != std::string::npos) {
+    fail(Status::kInvalidArgument, "gang_create: options.name \"", r.name,
+         "\" contains whitespace");
+  }
+  if (o.debug < -1 || o.debug > 1) {
+    fail(Status::kInvalidArgument, "gang_create: options.debug ", o.debug,
+         " is not -1, 0 or 1");
+  }
+  r.debug = o.debug == 1 || (o.debug == 0 && env::debug_checks());
+  return r;
+}
+
+}  // namespace
+
+std::shared_ptr<Gang> Gang::create(const GangOptions& o) {
+  const Resolved r = resolve(o);
+  Setup s;
+  s.name = r.name;
+  s.rank = r.rank;
+  s.size = r.size;
+  s.root_ranks.resize(static_cast<size_t>(r.size));
+  for (int i = 0; i < r.size; ++i) s.root_ranks[static_cast<size_t>(i)] = i;
+  s.backend = select_backend(o.backend, o.device_type);
+  s.debug = r.debug;
+
+  BackendConfig& cfg = s.config;
+  cfg.rank = r.rank;
+  cfg.size = r.size;
+  if (r.launch) {
+    cfg.local_rank = r.launch->local_rank;
+    cfg.local_size = r.launch->local_size;
+  }
+  cfg.host_id = topology::host_id();
+  cfg.device_type = o.device_type;
+  cfg.device_index = o.device_type == DeviceType::kCpu ? -1 : o.device_index;
+  cfg.timeout = r.timeout;
+
+  if (r.size == 1 || !s.backend.needs_rendezvous) return make(std::move(s));
+
+  std::shared_ptr<store::Store> store = o.store;
+  if (!store) {
+    store = open_rendezvous(o.init_method, r.rank, r.size, r.timeout,
+                            r.launch ? &*r.launch : nullptr);
+  }
+  // Every creation under one name bumps the counter once per rank, so
+  // ranks of the same creation compute the same generation and a reused
+  // store never serves an earlier generation's keys.
+  const std::string counter = str_cat("gang/", r.name, "/joined");
+  const int64_t ticket = store->add(counter, 1);
+  const int64_t generation = (ticket - 1) / r.size;
+  s.store_prefix = str_cat("gang/", r.name, "/", generation, "/");
+  s.store = store;
+  cfg.store = store::with_prefix(store, s.store_prefix + "backend/", r.timeout);
+  try {
+    return make(std::move(s));
+  } catch (const Error&) {
+    // A creation that failed (a rank never came) must not leave the
+    // counter between generations, or every retry on this store would
+    // split its ranks across two. Fill the abandoned generation up; the
+    // next creation starts a fresh one.
+    try {
+      const int64_t now = store->add(counter, 0);
+      const int64_t missing = (r.size - now % r.size) % r.size;
+      if (missing != 0) store->add(counter, missing);
+    } catch (...) {
+      // Best effort: the store itself may be what failed.
+    }
+    throw;
+  }
+}
+
+std::shared_ptr<Gang> Gang::create_fake(int rank, int size) {
+  if (size < 1) {
+    fail(Status::kInvalidArgument, "gang_create_fake: size ", size,
+         " must be at least 1");
+  }
+  if (rank < 0 || rank >= size) {
+    fail(Status::kInvalidArgument, "gang_create_fake: rank ", rank,
+         " is out of range for size ", size);
+  }
+  GangOptions o;
+  o.backend = "fake";
+  o.rank = rank;
+  o.size = size;
+  o.name = "root";
+  return create(o);
+}
+
+std::unique_ptr<ControlChannel> Gang::own_control(const Setup& s) {
+  BackendInfo host = select_backend("", DeviceType::kCpu);
+  BackendConfig cfg = s.config;
+  cfg.device_type = DeviceType::kCpu;
+  cfg.device_index = -1;
+  cfg.parent = s.control_parent;
+  cfg.store = s.store ? store::with_prefix(s.store, s.store_prefix + "control/",
+                                           s.config.timeout)
+                      : nullptr;
+  auto backend = host.create(cfg);
+  if (!backend->capabilities().host_memory) {
+    fail(Status::kInternal, "gang_create: the control channel's backend ",
+         backend->name(), " does not take host memory");
+  }
+  GANG_LOG(kInfo, "gang \"", s.name, "\" rank ", s.rank, ": control channel on ",
+           backend->name(), " beside ", s.backend.name);
+  return std::make_unique<ControlChannel>(std::move(backend));
+}
+
+std::shared_ptr<Gang> Gang::make(Setup s) {
+  std::shared_ptr<Gang> g(new Gang());
+  g->name_ = s.name;
+  g->rank_ = s.rank;
+  g->size_ = s.size;
+  g->root_ranks_ = s.root_ranks;
+  g->device_type_ = s.config.device_type;
+  g->device_index_ = s.config.device_index;
+  g->local_rank_ = s.config.local_rank;
+  g->local_size_ = s.config.local_size;
+  g->host_id_ = s.config.host_id;
+  g->debug_ = s.debug;
+  g->timeout_ms_.store(s.config.timeout.count());
+  g->store_ = s.store;
+  g->store_prefix_ = s.store_prefix;
+  const std::string recorder_path = env::flight_recorder_path();
+  if (!recorder_path.empty()) {
+    g->recorder_ = std::make_shared<FlightRecorder>(
+        recorder_path, g->root_ranks_[static_cast<size_t>(s.rank)]);
+  }
+  g->backend_ = s.backend.create(s.config);
+  g->caps_ = &g->backend_->capabilities();
+  g->control_ = g->caps_->host_memory
+                    ? std::make_unique<ControlChannel>(g->backend_.get())
+                    : own_control(s);
+  g->backend_info_ = std::move(s.backend);
+  Gang* raw = g.get();
+  g->executor_ = std::make_unique<Executor>([raw](Task& t) { raw->post_task(t); });
+  if (s.size > 1 && !g->caps_->emulates_peers) {
+    // Nobody leaves the rendezvous before everybody is done with the store,
+    // so rank 0 may tear the store server down as soon as it wants.
+    g->control_->barrier(deadline_after(g->timeout()));
+  }
+  GANG_LOG(kInfo, "created gang \"", g->name_, "\" rank ", g->rank_, " of ",
+           g->size_, " on ", g->backend_name());
+  return g;
+}
+
+}  // namespace gang::core

@@ -1,0 +1,14 @@
+// Which machine this process runs on, as far as sharing memory goes.
+#pragma once
+
+#include <string>
+
+namespace gang::topology {
+
+// A string equal for exactly the processes that can share memory with this
+// one: the host name, the kernel's boot id, and the network and IPC
+// namespaces (two network namespaces stand in for two hosts in the tests,
+// and they are treated as two hosts). Computed once per process.
+const std::string& host_id();
+
+}  // namespace gang::topology
