@@ -26,7 +26,7 @@
  * Conventions
  * -----------
  * - Everything here is C99 and C++; a module needs this header and nothing
- *   of gang's at link time (it may link libgang for gang_free or logging).
+ *   of gang's at link time (it may link libgang, e.g. for gang_free).
  * - Structs start with struct_size, have no implicit padding, and grow only
  *   at their end. The side that fills a struct sets struct_size to the size
  *   it knows; the side that reads it reads only fields that lie within
@@ -133,7 +133,7 @@ typedef enum gang_backend_channel {
   GANG_BACKEND_CHANNEL_FORCE_32BIT = 0x7fffffff
 } gang_backend_channel_t;
 
-/* ---- capability flags (gang_backend_t.flags) ------------------------------- */
+/* ---- capability flags (gang_backend_t.flags) ----------------------------- */
 
 /** Buffers are host memory, so gang runs its control channel over this
  *  backend. Without it gang opens a host backend beside it for that
@@ -173,8 +173,8 @@ typedef struct gang_backend_store {
   void* ctx;
   /** Sets key to the len bytes at data (data may be NULL when len is 0),
    *  replacing any earlier value. */
-  gang_status_t (*set)(void* ctx, const char* key, const void* data,
-                       size_t len, char* err, size_t err_len);
+  gang_status_t (*set)(void* ctx, const char* key, const void* data, size_t len,
+                       char* err, size_t err_len);
   /** Waits up to timeout_ms (< 0: the gang's timeout; 0 is
    *  GANG_ERR_INVALID_ARGUMENT, as a networked store cannot answer without a
    *  round trip) for key, then returns a copy of its value in *data,
@@ -187,8 +187,8 @@ typedef struct gang_backend_store {
                        void** data, size_t* len, char* err, size_t err_len);
   /** Atomically adds delta to the decimal integer stored at key (a missing
    *  key counts as 0) and returns the sum in *out (out may be NULL). */
-  gang_status_t (*add)(void* ctx, const char* key, int64_t delta,
-                       int64_t* out, char* err, size_t err_len);
+  gang_status_t (*add)(void* ctx, const char* key, int64_t delta, int64_t* out,
+                       char* err, size_t err_len);
   /** Deletes key; deleting a missing key is not an error. */
   gang_status_t (*remove)(void* ctx, const char* key, char* err,
                           size_t err_len);
@@ -218,10 +218,11 @@ typedef struct gang_backend_config {
    * collective: every rank of the gang calls it at about the same time. */
   const gang_backend_store_t* store;
   /* A split: the instance of the parent gang when it is an instance of this
-   * same module, else NULL. A module may share resources with it or split it
-   * natively (all ranks of the parent call create, each with its own color
-   * and key), or ignore it and rendezvous through store. The parent stays
-   * alive during create, but may be destroyed before this instance. */
+   * same module, else NULL. Only the ranks of the new gang call create (with
+   * this gang's store), so a module may share resources with the parent but
+   * not run a split that needs every parent rank; it may also ignore parent,
+   * color and key. The parent stays alive during create, but may be
+   * destroyed before this instance. */
   void* parent;
   int32_t color; /* the split's color (>= 0); -1 for a gang not split */
   int32_t key;   /* this rank's key in the split (ranks ordered by key) */
@@ -293,7 +294,7 @@ typedef struct gang_backend_op {
 static inline const gang_backend_op_t* gang_backend_op_at(
     const gang_backend_op_t* ops, size_t i) {
   return (const gang_backend_op_t*)(const void*)((const char*)ops +
-                                                  i * ops->struct_size);
+                                                 i * ops->struct_size);
 }
 
 /* ========================================================================
@@ -302,13 +303,17 @@ static inline const gang_backend_op_t* gang_backend_op_at(
 
 /** A backend module's table, returned by gang_backend_plugin.
  *
- *  Instances: create makes one per gang per process; gang calls post() for
- *  one gang from one thread at a time and in issue order (so operations
- *  match across ranks in that order), but different gangs' instances from
- *  different threads concurrently, and abort from any thread at any time.
- *  Works: gang tests, waits for and frees each work from one thread at a
- *  time, not necessarily the thread that posted it; it frees every work of
- *  an instance before destroying the instance.
+ *  Threads: create makes one instance per gang per process. gang posts an
+ *  instance's collectives (and, without GANG_BACKEND_TAGGED_P2P, its sends
+ *  and receives) one post() at a time, in issue order, so operations match
+ *  across ranks in that order. With GANG_BACKEND_TAGGED_P2P, sends and
+ *  receives are posted on the issuing thread (one at a time among
+ *  themselves), possibly while a collective's post() runs on another.
+ *  Different instances are used from different threads concurrently, and
+ *  abort and poll_error may come from any thread at any time. A work is
+ *  tested, waited for and freed by one thread at a time, not necessarily
+ *  the one that posted it; every work is freed before its instance is
+ *  destroyed.
  *
  *  Lifecycle of an instance: create, then any number of post (and
  *  test/wait/work_free of their works), then normally either finalize
@@ -343,8 +348,8 @@ struct gang_backend {
   gang_status_t (*create)(const gang_backend_config_t* config, void** backend,
                           char* err, size_t err_len);
 
-  /** Frees an instance (after finalize or abort, with no work left). Local:
-   *  never waits for peers. */
+  /** Frees an instance: normally after finalize or abort, always after its
+   *  last work was freed. Local: never waits for peers. */
   void (*destroy)(void* backend);
 
   /** Nonzero if the instance can reduce dtype with op (ALL_REDUCE, REDUCE,
@@ -388,7 +393,7 @@ struct gang_backend {
 
   /** An error the instance noticed on its own (a device fault, a lost peer
    *  seen by a progress thread), GANG_OK if none. Never blocks; called from
-   *  any thread, including gang's watchdog. May be NULL. */
+   *  any thread, including a watchdog of gang's. May be NULL. */
   gang_status_t (*poll_error)(void* backend, char* err, size_t err_len);
 
   /** Orderly teardown once nothing is in flight: waits (bounded by the

@@ -66,7 +66,7 @@ class Message {
   char buf_[kMessageBytes];
 };
 
-// ---- statuses ------------------------------------------------------------
+// ---- statuses ---------------------------------------------------------------
 
 struct StatusPair {
   gang_status_t pub;
@@ -127,8 +127,7 @@ gang_status_t to_public(Status status) {
          text.empty() ? "" : ": ", text);
   }
   if (text.empty()) {
-    fail(status, table->name, ": ", call, " failed with ",
-         status_name(status));
+    fail(status, table->name, ": ", call, " failed with ", status_name(status));
   }
   fail(status, table->name, ": ", text);
 }
@@ -147,7 +146,7 @@ bool ended(const gang_backend_t* table, const char* call, gang_status_t pub,
   fail_call(table, call, pub, message);
 }
 
-// ---- enums, through tables (switches the compiler checks for gaps) --------
+// ---- enums, through tables (switches the compiler checks for gaps) ----------
 
 gang_backend_opkind_t to_c(OpKind kind) {
   switch (kind) {
@@ -311,8 +310,8 @@ void translate(const Operation& op, gang_backend_op_t* out) {
   }
   out->send_counts = a.send_counts.empty() ? nullptr : a.send_counts.data();
   out->recv_counts = a.recv_counts.empty() ? nullptr : a.recv_counts.data();
-  out->ncounts = a.recv_counts.empty() ? a.send_counts.size()
-                                       : a.recv_counts.size();
+  out->ncounts =
+      a.recv_counts.empty() ? a.send_counts.size() : a.recv_counts.size();
   out->seq = op.seq;
   out->deadline_ns = to_ns(op.deadline);
   out->stream = op.stream;
@@ -322,8 +321,7 @@ void translate(const Operation& op, gang_backend_op_t* out) {
 
 // Writes a...: into (err, err_len), cut to fit, without allocating (it runs
 // while an allocation may just have failed).
-void put_message(char* err, size_t err_len, const char* a,
-                 const char* b = "") {
+void put_message(char* err, size_t err_len, const char* a, const char* b = "") {
   if (err == nullptr || err_len == 0) return;
   size_t n = 0;
   for (const char* part : {a, b}) {
@@ -361,7 +359,8 @@ store::Store& store_of(void* ctx) {
 }
 
 const char* key_of(const char* key, const char* call) {
-  if (key == nullptr) fail(Status::kInvalidArgument, "store ", call, ": key is NULL");
+  if (key == nullptr)
+    fail(Status::kInvalidArgument, "store ", call, ": key is NULL");
   return key;
 }
 
@@ -408,8 +407,8 @@ gang_status_t store_get(void* ctx, const char* key, int64_t timeout_ms,
   });
 }
 
-gang_status_t store_add(void* ctx, const char* key, int64_t delta,
-                        int64_t* out, char* err, size_t err_len) {
+gang_status_t store_add(void* ctx, const char* key, int64_t delta, int64_t* out,
+                        char* err, size_t err_len) {
   return firewall(err, err_len, [&] {
     store::Store& s = store_of(ctx);
     const int64_t sum = s.add(key_of(key, "add"), delta);
@@ -419,14 +418,13 @@ gang_status_t store_add(void* ctx, const char* key, int64_t delta,
 
 gang_status_t store_remove(void* ctx, const char* key, char* err,
                            size_t err_len) {
-  return firewall(err, err_len, [&] {
-    store_of(ctx).remove(key_of(key, "remove"));
-  });
+  return firewall(err, err_len,
+                  [&] { store_of(ctx).remove(key_of(key, "remove")); });
 }
 
 }  // namespace
 
-// ---- the instance -------------------------------------------------------------
+// ---- the instance -----------------------------------------------------------
 
 // One module instance with everything its config points to, which the header
 // promises stays valid until destroy. Works share it, so the instance is
@@ -540,8 +538,8 @@ const gang_backend_t* PluginBackend::table() const { return instance_->table; }
 void* PluginBackend::handle() const { return instance_->handle; }
 
 bool PluginBackend::supports(ReduceOp op, DType dtype) const {
-  return instance_->table->supports(instance_->handle, to_c(op),
-                                    to_c(dtype)) != 0;
+  return instance_->table->supports(instance_->handle, to_c(op), to_c(dtype)) !=
+         0;
 }
 
 BackendWorkPtr PluginBackend::post(const Operation& op) {
@@ -571,14 +569,24 @@ BackendWorkPtr PluginBackend::post_ops(const Operation* ops, size_t n) {
              t->post(instance_->handle, c_ops, n, &work, m.data(), m.size()),
              m);
   if (work == nullptr) return nullptr;
-  return std::make_unique<PluginWork>(instance_, work);
+  try {
+    return std::make_unique<PluginWork>(instance_, work);
+  } catch (...) {
+    // No memory to track a work in flight: the error fails the gang, which
+    // aborts the backend anyway, so abort first and free the work rather
+    // than leak it.
+    t->abort(instance_->handle);
+    t->work_free(work);
+    throw;
+  }
 }
 
 Status PluginBackend::poll_error(std::string* message) {
   const gang_backend_t* t = instance_->table;
   if (t->poll_error == nullptr) return Status::kOk;
   Message m;
-  const gang_status_t pub = t->poll_error(instance_->handle, m.data(), m.size());
+  const gang_status_t pub =
+      t->poll_error(instance_->handle, m.data(), m.size());
   if (pub == GANG_OK) return Status::kOk;
   Status status = Status::kInternal;
   std::string text = m.text();
@@ -602,7 +610,7 @@ void PluginBackend::abort() noexcept {
   instance_->table->abort(instance_->handle);
 }
 
-// ---- the registry entry ---------------------------------------------------------
+// ---- the registry entry -----------------------------------------------------
 
 BackendInfo make_plugin_info(const gang_backend_t* table,
                              std::shared_ptr<void> module,
@@ -668,8 +676,8 @@ BackendInfo make_plugin_info(const gang_backend_t* table,
     return str_cat(path, ": ",
                    text.empty() ? "its probe failed without a reason" : text);
   };
-  info.create = [table, keep = std::move(module)](const BackendConfig& c)
-      -> std::unique_ptr<Backend> {
+  info.create = [table, keep = std::move(module)](
+                    const BackendConfig& c) -> std::unique_ptr<Backend> {
     return std::make_unique<PluginBackend>(table, keep, c);
   };
   return info;

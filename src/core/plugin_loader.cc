@@ -142,12 +142,11 @@ std::vector<std::string> module_names(const std::string& dir) {
     const std::string file = e->d_name;
     if (file.size() <= prefix.size() + suffix.size() ||
         file.compare(0, prefix.size(), prefix) != 0 ||
-        file.compare(file.size() - suffix.size(), suffix.size(), suffix) !=
-            0) {
+        file.compare(file.size() - suffix.size(), suffix.size(), suffix) != 0) {
       continue;
     }
-    std::string name = file.substr(
-        prefix.size(), file.size() - prefix.size() - suffix.size());
+    std::string name =
+        file.substr(prefix.size(), file.size() - prefix.size() - suffix.size());
     if (!valid_name(name)) {
       GANG_LOG(kDebug, "backend module ", join(dir, file),
                " skipped: its name is not [a-z0-9_]+");

@@ -169,13 +169,70 @@ static void child_main(const gang_test_opts_t* o, int rank, pid_t parent,
   _exit(rc == 0 ? 0 : ((rc & 0xff) != 0 ? (rc & 0xff) : 1));
 }
 
+/* Serves the ranks' TCP store from a process of its own, so that the test
+ * process stays single-threaded when it forks the ranks (ThreadSanitizer
+ * cannot follow a fork of a multi-threaded process). Returns its pid and
+ * writes the port, or returns -1. */
+static pid_t serve_store(int64_t timeout_ms, int* port) {
+  int fds[2];
+  pid_t pid;
+  const pid_t parent = getpid();
+  *port = -1;
+  if (pipe(fds) != 0) {
+    perror("harness: pipe");
+    return -1;
+  }
+  fflush(stdout);
+  fflush(stderr);
+  pid = fork();
+  if (pid < 0) {
+    perror("harness: fork");
+    close(fds[0]);
+    close(fds[1]);
+    return -1;
+  }
+  if (pid == 0) {
+    gang_store_t* server = NULL;
+    int p = -1;
+    close(fds[0]);
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(1);
+    if (gang_store_create("tcp://127.0.0.1:0", 1, timeout_ms, &server) ==
+        GANG_OK) {
+      p = gang_store_port(server);
+    } else {
+      fprintf(stderr, "harness: cannot serve a store: %s\n",
+              gang_last_error());
+    }
+    if (write(fds[1], &p, sizeof p) != (ssize_t)sizeof p) _exit(1);
+    close(fds[1]);
+    for (;;) pause(); /* until the test kills it */
+  }
+  close(fds[1]);
+  if (read(fds[0], port, sizeof *port) != (ssize_t)sizeof *port) *port = -1;
+  close(fds[0]);
+  if (*port < 0) {
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    return -1;
+  }
+  return pid;
+}
+
+static void stop_store(pid_t pid) {
+  if (pid <= 0) return;
+  kill(pid, SIGKILL);
+  while (waitpid(pid, NULL, 0) < 0 && errno == EINTR) {
+  }
+}
+
 int gang_test_run(const gang_test_opts_t* o) {
   pid_t pids[MAX_RANKS];
   int status[MAX_RANKS];
   int done[MAX_RANKS];
   int hung[MAX_RANKS];
   char url[128];
-  gang_store_t* server = NULL;
+  pid_t server = -1;
   const int64_t timeout_ms = o->gang_timeout_ms > 0 ? o->gang_timeout_ms : 30000;
   const int wall_s = o->wall_timeout_s > 0 ? o->wall_timeout_s : 60;
   gang_test_opts_t opts = *o;
@@ -194,14 +251,10 @@ int gang_test_run(const gang_test_opts_t* o) {
   if (o->store_url != NULL) {
     snprintf(url, sizeof url, "%s", o->store_url);
   } else {
-    gang_status_t s =
-        gang_store_create("tcp://127.0.0.1:0", 1, timeout_ms, &server);
-    if (s != GANG_OK) {
-      fprintf(stderr, "harness: cannot serve a store: %s: %s\n",
-              gang_status_name(s), gang_last_error());
-      return 1;
-    }
-    snprintf(url, sizeof url, "tcp://127.0.0.1:%d", gang_store_port(server));
+    int port;
+    server = serve_store(timeout_ms, &port);
+    if (server < 0) return 1;
+    snprintf(url, sizeof url, "tcp://127.0.0.1:%d", port);
   }
 
   fflush(stdout);
@@ -213,7 +266,7 @@ int gang_test_run(const gang_test_opts_t* o) {
       perror("harness: fork");
       for (k = 0; k < r; ++k) kill(pids[k], SIGKILL);
       for (k = 0; k < r; ++k) waitpid(pids[k], NULL, 0);
-      gang_store_destroy(server);
+      stop_store(server);
       return 1;
     }
     if (pid == 0) child_main(&opts, r, parent, url);
@@ -289,6 +342,6 @@ int gang_test_run(const gang_test_opts_t* o) {
     }
   }
   fflush(stderr);
-  gang_store_destroy(server);
+  stop_store(server);
   return failed;
 }
