@@ -93,31 +93,10 @@ std::shared_ptr<Gang> Gang::create(const GangOptions& o) {
     store = open_rendezvous(o.init_method, r.rank, r.size, r.timeout,
                             r.launch ? &*r.launch : nullptr);
   }
-  // Every creation under one name bumps the counter once per rank, so
-  // ranks of the same creation compute the same generation and a reused
-  // store never serves an earlier generation's keys.
-  const std::string counter = str_cat("gang/", r.name, "/joined");
-  const int64_t ticket = store->add(counter, 1);
-  const int64_t generation = (ticket - 1) / r.size;
-  s.store_prefix = str_cat("gang/", r.name, "/", generation, "/");
+  s.store_prefix = join_generation(*store, r.name, r.rank, r.size, r.timeout);
   s.store = store;
   cfg.store = store::with_prefix(store, s.store_prefix + "backend/", r.timeout);
-  try {
-    return make(std::move(s));
-  } catch (const Error&) {
-    // A creation that failed (a rank never came) must not leave the
-    // counter between generations, or every retry on this store would
-    // split its ranks across two. Fill the abandoned generation up; the
-    // next creation starts a fresh one.
-    try {
-      const int64_t now = store->add(counter, 0);
-      const int64_t missing = (r.size - now % r.size) % r.size;
-      if (missing != 0) store->add(counter, missing);
-    } catch (...) {
-      // Best effort: the store itself may be what failed.
-    }
-    throw;
-  }
+  return make(std::move(s));
 }
 
 std::shared_ptr<Gang> Gang::create_fake(int rank, int size) {

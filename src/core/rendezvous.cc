@@ -1,8 +1,12 @@
 #include "core/rendezvous.h"
 
+#include <algorithm>
+#include <random>
+#include <thread>
 #include <utility>
 
 #include "core/env.h"
+#include "base/deadline.h"
 #include "base/error.h"
 #include "base/text.h"
 #include "core/log.h"
@@ -107,6 +111,116 @@ std::shared_ptr<store::Store> open_rendezvous(const std::string& init_method,
         e.status() == Status::kTimeout ? Status::kStore : e.status();
     fail(s, "gang_create: rendezvous through ", p.url, " (from ", p.origin,
          ") failed: ", e.what());
+  }
+}
+
+namespace {
+
+using base::Clock;
+using base::Millis;
+
+// How long a rank waits for a go before it looks for a newer generation.
+constexpr Millis kLookAgain{50};
+
+std::string text(const store::Bytes& b) { return std::string(b.begin(), b.end()); }
+store::Bytes bytes(const std::string& s) { return store::Bytes(s.begin(), s.end()); }
+
+uint64_t fresh_nonce() {
+  std::random_device rd;
+  return (uint64_t{rd()} << 32) ^ rd() ^
+         static_cast<uint64_t>(Clock::now().time_since_epoch().count());
+}
+
+bool contains_word(const std::string& list, const std::string& word) {
+  size_t at = 0;
+  while ((at = list.find(word, at)) != std::string::npos) {
+    const bool starts = at == 0 || list[at - 1] == ' ';
+    const bool ends = at + word.size() == list.size() || list[at + word.size()] == ' ';
+    if (starts && ends) return true;
+    at += word.size();
+  }
+  return false;
+}
+
+[[noreturn]] void rendezvous_timeout(const std::string& name, int rank,
+                                     int size, const std::string& what) {
+  fail(Status::kTimeout, "gang_create: gang \"", name, "\" rank ", rank,
+       " of ", size, ": ", what);
+}
+
+}  // namespace
+
+std::string join_generation(store::Store& store, const std::string& name,
+                            int rank, int size, Millis timeout) {
+  const base::Deadline deadline(timeout);
+  const std::string base = str_cat("gang/", name, "/");
+  if (rank == 0) {
+    const int64_t generation = store.add(base + "generations", 1);
+    const std::string prefix = str_cat(base, generation, "/");
+    store.set(base + "open", bytes(str_cat(generation)));
+    // Every other rank's hello: "<size> <nonce>".
+    std::string go;
+    for (int r = 1; r < size; ++r) {
+      std::string hello;
+      try {
+        hello = text(store.get(str_cat(prefix, "hello/", r),
+                               deadline.remaining_ms()));
+      } catch (const Error& e) {
+        if (e.status() != Status::kTimeout) throw;
+        rendezvous_timeout(name, rank, size,
+                           str_cat("rank ", r, " did not join within ",
+                                   timeout.count(), " ms"));
+      }
+      const size_t space = hello.find(' ');
+      const std::string their_size = hello.substr(0, space);
+      if (their_size != std::to_string(size)) {
+        store.set(prefix + "go", bytes(str_cat("mismatch ", size)));
+        fail(Status::kMismatch, "gang_create: gang \"", name, "\": rank 0 "
+             "creates it with size ", size, " but rank ", r, " with size ",
+             their_size);
+      }
+      go += (go.empty() ? "" : " ") + hello.substr(space + 1);
+    }
+    store.set(prefix + "go", bytes(go));
+    return prefix;
+  }
+  const std::string nonce = str_cat(rank, ".", fresh_nonce());
+  std::string said_hello_to;
+  for (;;) {
+    if (deadline.expired()) {
+      rendezvous_timeout(name, rank, size,
+                         str_cat("rank 0 did not open the gang within ",
+                                 timeout.count(), " ms"));
+    }
+    std::string open;
+    try {
+      open = text(store.get(base + "open", deadline.remaining_ms()));
+    } catch (const Error& e) {
+      if (e.status() != Status::kTimeout) throw;
+      continue;  // the deadline check above says it
+    }
+    const std::string prefix = str_cat(base, open, "/");
+    if (open != said_hello_to) {
+      store.set(str_cat(prefix, "hello/", rank), bytes(str_cat(size, " ", nonce)));
+      said_hello_to = open;
+    }
+    std::string go;
+    try {
+      go = text(store.get(prefix + "go",
+                          std::min(kLookAgain, deadline.remaining_ms())));
+    } catch (const Error& e) {
+      if (e.status() != Status::kTimeout) throw;
+      continue;  // not yet: look whether a newer generation opened
+    }
+    if (go.rfind("mismatch ", 0) == 0) {
+      fail(Status::kMismatch, "gang_create: gang \"", name, "\": rank ",
+           rank, " creates it with size ", size, " but rank 0 with size ",
+           go.substr(9));
+    }
+    if (contains_word(go, nonce)) return prefix;
+    // A go without this attempt's nonce belongs to an earlier creation or
+    // attempt: wait for rank 0 to open a newer generation.
+    std::this_thread::sleep_for(std::min(kLookAgain, deadline.remaining_ms()));
   }
 }
 

@@ -31,4 +31,20 @@ std::shared_ptr<store::Store> open_rendezvous(const std::string& init_method,
                                               std::chrono::milliseconds timeout,
                                               const env::Launch* launch);
 
+// Agrees on a fresh generation for creating gang `name` of `size` ranks on
+// `store`, and returns the key prefix of this creation,
+// "gang/<name>/<generation>/". Retryable by construction: rank 0 opens a new
+// generation for every attempt (a counter) and publishes it; every other
+// rank says hello to the generation it finds open, with the size it expects
+// and a nonce of this attempt, and goes ahead only when rank 0's "go" for
+// that generation lists its nonce. A rank that meets a stale generation (a
+// failed or abandoned attempt, or an earlier creation of the same name)
+// never gets a go listing its nonce, looks again and follows the newer one,
+// so an immediate retry after a failed creation works, and so does a
+// different size under the same name. Ranks that disagree on the size fail
+// with kMismatch naming both. Throws kTimeout at `timeout`.
+std::string join_generation(store::Store& store, const std::string& name,
+                            int rank, int size,
+                            std::chrono::milliseconds timeout);
+
 }  // namespace gang::core
