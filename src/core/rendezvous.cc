@@ -182,6 +182,7 @@ std::string join_generation(store::Store& store, const std::string& name,
       go += (go.empty() ? "" : " ") + hello.substr(space + 1);
     }
     store.set(prefix + "go", bytes(go));
+    store.add(base + "joined", 1);
     return prefix;
   }
   const std::string nonce = str_cat(rank, ".", fresh_nonce());
@@ -217,7 +218,12 @@ std::string join_generation(store::Store& store, const std::string& name,
            rank, " creates it with size ", size, " but rank 0 with size ",
            go.substr(9));
     }
-    if (contains_word(go, nonce)) return prefix;
+    if (contains_word(go, nonce)) {
+      // Counts the ranks that joined a creation of this name, for whoever
+      // watches the store (PyTorch programs sharing it, tests).
+      store.add(base + "joined", 1);
+      return prefix;
+    }
     // A go without this attempt's nonce belongs to an earlier creation or
     // attempt: wait for rank 0 to open a newer generation.
     std::this_thread::sleep_for(std::min(kLookAgain, deadline.remaining_ms()));

@@ -42,7 +42,8 @@ std::shared_ptr<store::Store> open_rendezvous(const std::string& init_method,
 // never gets a go listing its nonce, looks again and follows the newer one,
 // so an immediate retry after a failed creation works, and so does a
 // different size under the same name. Ranks that disagree on the size fail
-// with kMismatch naming both. Throws kTimeout at `timeout`.
+// with kMismatch naming both. Every rank that joins adds 1 to
+// "gang/<name>/joined". Throws kTimeout at `timeout`.
 std::string join_generation(store::Store& store, const std::string& name,
                             int rank, int size,
                             std::chrono::milliseconds timeout);

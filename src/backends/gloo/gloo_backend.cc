@@ -39,15 +39,15 @@ core::BackendWorkPtr GlooBackend::post(const core::Operation& op) {
     return nullptr;
   }
   if (aborted_->load()) fail(Status::kAborted, "the gang was aborted");
-  if (core::is_p2p(op.args.kind)) return post_p2p(context_, op, aborted_);
-  const auto left =
-      std::chrono::duration_cast<Millis>(op.deadline - Clock::now());
-  if (left.count() <= 0) {
+  if (core::is_p2p(op.args.kind)) {
+    return std::make_unique<GlooP2PWork>(context_, op, aborted_);
+  }
+  if (Clock::now() >= op.deadline) {
     fail(Status::kTimeout,
          "the gang's timeout passed before the operation started");
   }
   try {
-    run_collective(context_, op.args, wire_tag(op), left);
+    run_collective(context_, op);
   } catch (const ::gloo::Exception& e) {
     rethrow_gloo(e, op.deadline, aborted_->load());
   }

@@ -1,20 +1,13 @@
 #include "backends/gloo/gloo_collectives.h"
 
-#include <gloo/allgather.h>
-#include <gloo/allgatherv.h>
-#include <gloo/allreduce.h>
-#include <gloo/alltoall.h>
-#include <gloo/alltoallv.h>
-#include <gloo/barrier.h>
-#include <gloo/broadcast.h>
-#include <gloo/gather.h>
-#include <gloo/reduce.h>
-#include <gloo/scatter.h>
 #include <gloo/types.h>
 
+#include <algorithm>
 #include <cstring>
+#include <map>
 #include <vector>
 
+#include "backends/gloo/gloo_frames.h"
 #include "base/error.h"
 #include "core/collective.h"
 #include "core/reduce.h"
@@ -29,308 +22,492 @@ using core::OpKind;
 using core::ReduceOp;
 using Millis = std::chrono::milliseconds;
 
-// Point-to-point slots live under a prefix none of Gloo's collectives use,
-// so a user's tag never meets a collective's sequence number; gang's own
-// algorithms take the next prefixes.
-constexpr uint64_t kP2PSlotPrefix = uint64_t{0x40} << 56;
-constexpr uint8_t kDirectAllReducePrefix = 0x41;
-constexpr uint8_t kReduceScatterPrefix = 0x42;
-// The core's own point-to-point traffic (byte payloads).
-constexpr uint64_t kControlP2PSlotPrefix = uint64_t{0x43} << 56;
+// Slot prefixes: each kind of traffic has its own, so a frame never meets a
+// payload and a user's tag never meets a collective's sequence number.
+constexpr uint8_t kPayloadPrefix = 0x45;
+constexpr uint8_t kP2PPayloadPrefix = 0x40;
+constexpr uint8_t kControlP2PPayloadPrefix = 0x43;
+constexpr uint8_t kP2PFramePrefix = 0x46;
+constexpr uint8_t kControlP2PFramePrefix = 0x47;
 
-// Below this many bytes received per rank, all-reduce exchanges whole
-// buffers in one round instead of running Gloo's ring: a small message then
-// costs one network hop instead of 2(n-1) dependent ones.
-constexpr size_t kDirectAllReduceBytes = 256 * 1024;
+// Below this many bytes sent per rank, collectives exchange whole buffers
+// with every peer in one round instead of a ring: a small message then costs
+// one network hop instead of 2(n-1) dependent ones.
+constexpr size_t kDirectBytes = 256 * 1024;
 
-// Gloo keeps raw pointers in unbound buffers; an empty buffer still needs
-// one that is not null.
-uint8_t g_empty;
-
-uint8_t* bytes_ptr(void* p) { return p ? static_cast<uint8_t*>(p) : &g_empty; }
-uint8_t* bytes_ptr(const void* p) {
-  // Gloo's option setters take non-const pointers even for inputs it only
-  // reads.
-  return bytes_ptr(const_cast<void*>(p));
+uint64_t slot(uint8_t prefix, uint32_t tag, uint32_t step) {
+  return (uint64_t{prefix} << 56) | (uint64_t{tag} << 24) | (step & 0xffffff);
 }
 
-std::vector<size_t> scaled(const std::vector<size_t>& counts, size_t esize) {
-  std::vector<size_t> out(counts.size());
-  for (size_t i = 0; i < counts.size(); ++i) out[i] = counts[i] * esize;
-  return out;
-}
+uint8_t* bytes_of(void* p) { return static_cast<uint8_t*>(p); }
+const uint8_t* bytes_of(const void* p) { return static_cast<const uint8_t*>(p); }
 
-std::vector<int64_t> scaled64(const std::vector<size_t>& counts, size_t esize) {
-  std::vector<int64_t> out(counts.size());
-  for (size_t i = 0; i < counts.size(); ++i) {
-    out[i] = static_cast<int64_t>(counts[i] * esize);
+// One operation on one rank: its context, identity and deadline.
+struct Run {
+  const std::shared_ptr<::gloo::Context>& ctx;
+  const core::Operation& op;
+  const CollectiveArgs& a;
+  uint32_t tag;
+  int n;
+  int me;
+  size_t es;
+
+  Run(const std::shared_ptr<::gloo::Context>& c, const core::Operation& o)
+      : ctx(c),
+        op(o),
+        a(o.args),
+        tag(wire_tag(o)),
+        n(c->size),
+        me(c->rank),
+        es(core::dtype_size(o.args.dtype)) {}
+
+  int left() const { return (me + n - 1) % n; }
+  int right() const { return (me + 1) % n; }
+  std::vector<int> everyone_else() const {
+    std::vector<int> v;
+    for (int p = 0; p < n; ++p) {
+      if (p != me) v.push_back(p);
+    }
+    return v;
   }
-  return out;
-}
-
-// Reductions run through one element type of the dtype's width so that Gloo
-// splits buffers on element boundaries; the kernel knows the real dtype.
-template <typename F>
-void with_element(size_t esize, F&& f) {
-  switch (esize) {
-    case 1:
-      return f(uint8_t{});
-    case 2:
-      return f(uint16_t{});
-    case 4:
-      return f(uint32_t{});
-    default:
-      return f(uint64_t{});
+  std::vector<int> neighbours() const {
+    std::vector<int> v = {left()};
+    if (right() != left()) v.push_back(right());
+    return v;
   }
+  // The ranks this one exchanges with in a rooted direct algorithm.
+  std::vector<int> rooted() const {
+    return me == a.root ? everyone_else() : std::vector<int>{a.root};
+  }
+};
+
+std::vector<int> merged(std::vector<int> a, const std::vector<int>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  std::sort(a.begin(), a.end());
+  a.erase(std::unique(a.begin(), a.end()), a.end());
+  return a;
 }
 
-::gloo::AllreduceOptions::Func reducer(DType dtype, ReduceOp op) {
-  const ReduceOp partial = op == ReduceOp::kAvg ? ReduceOp::kSum : op;
-  return [dtype, partial](void* out, const void* a, const void* b, size_t n) {
-    core::reduce(out, a, b, n, dtype, partial);
-  };
+// Agrees with `partners` on the operation (see gloo_frames.h). to_you and
+// from_you give, per rank, the bytes this rank sends it and expects from it
+// (0 for the uniform collectives, whose sizes follow from the counts).
+// `inline_out` (per rank, may be null) rides in the frames when it fits;
+// returns the frames received, indexed by rank.
+std::vector<Frame> agree(const Run& r, const std::vector<int>& partners,
+                         const std::vector<uint64_t>* to_you = nullptr,
+                         const std::vector<uint64_t>* from_you = nullptr,
+                         const std::vector<const void*>* inline_out = nullptr,
+                         size_t inline_len = 0) {
+  std::vector<Frame> out(static_cast<size_t>(r.n)), in(static_cast<size_t>(r.n));
+  for (int p : partners) {
+    const auto i = static_cast<size_t>(p);
+    out[i] = make_frame(r.op, to_you ? (*to_you)[i] : 0,
+                        from_you ? (*from_you)[i] : 0);
+    if (inline_out && (*inline_out)[i] && inline_len <= kInlineBytes) {
+      out[i].inline_len = static_cast<uint32_t>(inline_len);
+      std::memcpy(out[i].data, (*inline_out)[i], inline_len);
+    }
+  }
+  exchange_frames(r.ctx, r.op.deadline, r.tag, partners, out, in);
+  return in;
+}
+
+// The same block of `bytes` at `data` for every partner.
+std::vector<const void*> same_for_all(const Run& r, const void* data) {
+  return std::vector<const void*>(static_cast<size_t>(r.n), data);
+}
+
+ReduceOp partial_op(ReduceOp op) {
+  return op == ReduceOp::kAvg ? ReduceOp::kSum : op;
 }
 
 // Every rank sends its whole input to every peer, then reduces the n inputs
-// in rank order, so every rank computes the same bits.
-void direct_all_reduce(const std::shared_ptr<::gloo::Context>& ctx,
-                       const CollectiveArgs& a, uint32_t tag, Millis timeout,
-                       const void* send, void* recv) {
-  const size_t bytes = a.count * core::dtype_size(a.dtype);
-  const size_t n = static_cast<size_t>(ctx->size);
-  const size_t me = static_cast<size_t>(ctx->rank);
-  const uint64_t slot = ::gloo::Slot::build(kDirectAllReducePrefix, tag);
-  std::vector<uint8_t> all(n * bytes);
-  std::memcpy(all.data() + me * bytes, send, bytes);
-  auto in = ctx->createUnboundBuffer(all.data(), all.size());
-  auto out = ctx->createUnboundBuffer(all.data() + me * bytes, bytes);
-  for (size_t p = 0; p < n; ++p) {
-    if (p == me) continue;
-    in->recv(static_cast<int>(p), slot, p * bytes, bytes);
-    out->send(static_cast<int>(p), slot);
-  }
-  for (size_t i = 1; i < n; ++i) {
-    if (!in->waitRecv(timeout) || !out->waitSend(timeout)) {
-      fail(Status::kAborted, "the transfer was aborted");
+// in rank order, so every rank computes the same bits. `root` >= 0: only
+// the root receives and reduces (gang_reduce).
+void direct_reduce(const Run& r, const void* send, void* recv, int root) {
+  const size_t bytes = r.a.count * r.es;
+  const size_t n = static_cast<size_t>(r.n);
+  const size_t me = static_cast<size_t>(r.me);
+  const bool receives = root < 0 || root == r.me;
+  const std::vector<int> partners =
+      root < 0 ? r.everyone_else() : r.rooted();
+  const bool fits = bytes <= kInlineBytes;
+  const auto mine = same_for_all(r, send);
+  const std::vector<Frame> in =
+      agree(r, partners, nullptr, nullptr, fits ? &mine : nullptr, bytes);
+  if (!receives && fits) return;  // the frame carried it
+
+  std::vector<uint8_t> all(receives ? n * bytes : 0);
+  if (receives) std::memcpy(all.data() + me * bytes, send, bytes);
+  if (fits) {
+    for (int p : partners) {
+      std::memcpy(all.data() + static_cast<size_t>(p) * bytes,
+                  in[static_cast<size_t>(p)].data, bytes);
     }
+  } else {
+    Transfers t(r.ctx, r.op.deadline);
+    const uint64_t s = slot(kPayloadPrefix, r.tag, 0);
+    auto* out = t.buffer(send, bytes);
+    auto* all_buf = receives ? t.buffer(all.data(), all.size()) : nullptr;
+    for (int p : partners) {
+      if (receives) t.recv(all_buf, p, s, static_cast<size_t>(p) * bytes, bytes);
+      if (root < 0 || p == root) t.send(out, p, s, 0, bytes);
+    }
+    t.wait();
   }
-  const ReduceOp partial = a.op == ReduceOp::kAvg ? ReduceOp::kSum : a.op;
+  if (!receives) return;
+  const ReduceOp op = partial_op(r.a.op);
   std::memcpy(recv, all.data(), bytes);
   for (size_t p = 1; p < n; ++p) {
-    core::reduce(recv, recv, all.data() + p * bytes, a.count, a.dtype, partial);
+    core::reduce(recv, recv, all.data() + p * bytes, r.a.count, r.a.dtype, op);
+  }
+  if (r.a.op == ReduceOp::kAvg) {
+    core::finish_avg(recv, r.a.count, r.a.dtype, r.n);
   }
 }
 
-void all_reduce(const std::shared_ptr<::gloo::Context>& ctx,
-                const CollectiveArgs& a, uint32_t tag, Millis timeout,
-                const void* send, void* recv) {
-  const size_t bytes = a.count * core::dtype_size(a.dtype);
-  if (bytes * static_cast<size_t>(ctx->size - 1) <= kDirectAllReduceBytes) {
-    direct_all_reduce(ctx, a, tag, timeout, send, recv);
-    if (a.op == ReduceOp::kAvg)
-      core::finish_avg(recv, a.count, a.dtype, ctx->size);
-    return;
-  }
-  with_element(core::dtype_size(a.dtype), [&](auto t) {
-    using T = decltype(t);
-    ::gloo::AllreduceOptions o(ctx);
-    if (send != recv)
-      o.setInput(static_cast<T*>(const_cast<void*>(send)), a.count);
-    o.setOutput(static_cast<T*>(recv), a.count);
-    o.setReduceFunction(reducer(a.dtype, a.op));
-    o.setTag(tag);
-    o.setTimeout(timeout);
-    ::gloo::allreduce(o);
-  });
-  if (a.op == ReduceOp::kAvg)
-    core::finish_avg(recv, a.count, a.dtype, ctx->size);
-}
-
-void reduce(const std::shared_ptr<::gloo::Context>& ctx,
-            const CollectiveArgs& a, uint32_t tag, Millis timeout) {
-  const size_t bytes = a.count * core::dtype_size(a.dtype);
-  // Gloo uses the output as scratch on every rank; off root the caller may
-  // have passed none.
-  std::vector<uint8_t> scratch;
-  void* out = a.recv;
-  if (ctx->rank != a.root && out == nullptr) {
-    scratch.resize(bytes);
-    out = scratch.data();
-  }
-  with_element(core::dtype_size(a.dtype), [&](auto t) {
-    using T = decltype(t);
-    ::gloo::ReduceOptions o(ctx);
-    if (a.send != out)
-      o.setInput(static_cast<T*>(const_cast<void*>(a.send)), a.count);
-    o.setOutput(static_cast<T*>(out), a.count);
-    o.setRoot(a.root);
-    o.setReduceFunction(reducer(a.dtype, a.op));
-    o.setTag(tag);
-    o.setTimeout(timeout);
-    ::gloo::reduce(o);
-  });
-  if (a.op == ReduceOp::kAvg && ctx->rank == a.root) {
-    core::finish_avg(a.recv, a.count, a.dtype, ctx->size);
-  }
-}
-
-// A ring: in step s every rank passes its running sum of chunk (r-s-1) to
-// its right neighbour and folds the chunk arriving from its left into its
-// own running sum, so after n-1 steps rank r holds chunk r fully reduced.
-// Each rank sends (n-1)/n of the buffer, as Gloo's ring all-reduce does in
-// its first half.
-void reduce_scatter(const std::shared_ptr<::gloo::Context>& ctx,
-                    const CollectiveArgs& a, uint32_t tag, Millis timeout) {
-  const size_t es = core::dtype_size(a.dtype);
-  const size_t n = static_cast<size_t>(ctx->size);
-  const size_t me = static_cast<size_t>(ctx->rank);
-  std::vector<size_t> counts = a.recv_counts;
-  if (a.kind == OpKind::kReduceScatter) counts.assign(n, a.count);
-  const std::vector<size_t> offsets = core::prefix_offsets(counts);
-  const size_t total = offsets.back() + counts.back();
-  if (total == 0) return;
-
-  std::vector<uint8_t> acc(static_cast<const uint8_t*>(a.send),
-                           static_cast<const uint8_t*>(a.send) + total * es);
+// Ring reduce-scatter over acc (chunks at offsets/counts, in elements): in
+// step s every rank passes its running reduction of chunk (me-s-1) to its
+// right neighbour and folds the chunk arriving from its left into its own,
+// so after n-1 steps rank me holds chunk me fully reduced.
+void ring_reduce_scatter(const Run& r, uint8_t* acc, size_t acc_bytes,
+                         const std::vector<size_t>& counts,
+                         const std::vector<size_t>& offsets, uint32_t step0) {
+  const size_t n = static_cast<size_t>(r.n);
+  const size_t me = static_cast<size_t>(r.me);
   size_t largest = 0;
-  for (size_t c : counts) largest = c > largest ? c : largest;
-  std::vector<uint8_t> incoming(largest * es);
-  auto acc_buf = ctx->createUnboundBuffer(acc.data(), acc.size());
-  auto in_buf =
-      ctx->createUnboundBuffer(bytes_ptr(incoming.data()), incoming.size());
-  const int right = static_cast<int>((me + 1) % n);
-  const int left = static_cast<int>((me + n - 1) % n);
-  const ReduceOp partial = a.op == ReduceOp::kAvg ? ReduceOp::kSum : a.op;
+  for (size_t c : counts) largest = std::max(largest, c);
+  std::vector<uint8_t> incoming(largest * r.es);
+  Transfers t(r.ctx, r.op.deadline);
+  auto* acc_buf = t.buffer(acc, acc_bytes);
+  auto* in_buf = t.buffer(incoming.data(), incoming.size());
+  const ReduceOp op = partial_op(r.a.op);
   for (size_t s = 0; s + 1 < n; ++s) {
     // Each step has its own slot, so a fast neighbour's next chunk can never
     // land in this step's receive.
-    const uint64_t slot = ::gloo::Slot::build(kReduceScatterPrefix, tag) +
-                          static_cast<uint8_t>(s % 256);
+    const uint64_t sl = slot(kPayloadPrefix, r.tag, step0 + static_cast<uint32_t>(s));
     const size_t out_idx = (me + 2 * n - s - 1) % n;
     const size_t in_idx = (me + 2 * n - s - 2) % n;
-    const bool sends = counts[out_idx] != 0, receives = counts[in_idx] != 0;
-    if (receives) in_buf->recv(left, slot, 0, counts[in_idx] * es);
-    if (sends)
-      acc_buf->send(right, slot, offsets[out_idx] * es, counts[out_idx] * es);
-    if ((receives && !in_buf->waitRecv(timeout)) ||
-        (sends && !acc_buf->waitSend(timeout))) {
-      fail(Status::kAborted, "the transfer was aborted");
+    t.recv(in_buf, r.left(), sl, 0, counts[in_idx] * r.es);
+    t.send(acc_buf, r.right(), sl, offsets[out_idx] * r.es, counts[out_idx] * r.es);
+    t.wait();
+    uint8_t* dst = acc + offsets[in_idx] * r.es;
+    core::reduce(dst, dst, incoming.data(), counts[in_idx], r.a.dtype, op);
+  }
+}
+
+// Ring all-gather over buf, whose chunk `me` is filled: in step s every rank
+// passes chunk (me-s) to its right neighbour and receives chunk (me-s-1)
+// from its left, in place.
+void ring_all_gather(const Run& r, uint8_t* buf, size_t buf_bytes,
+                     const std::vector<size_t>& counts,
+                     const std::vector<size_t>& offsets, uint32_t step0) {
+  const size_t n = static_cast<size_t>(r.n);
+  const size_t me = static_cast<size_t>(r.me);
+  Transfers t(r.ctx, r.op.deadline);
+  auto* b = t.buffer(buf, buf_bytes);
+  for (size_t s = 0; s + 1 < n; ++s) {
+    const uint64_t sl = slot(kPayloadPrefix, r.tag, step0 + static_cast<uint32_t>(s));
+    const size_t out_idx = (me + n - s) % n;
+    const size_t in_idx = (me + 2 * n - s - 1) % n;
+    t.recv(b, r.left(), sl, offsets[in_idx] * r.es, counts[in_idx] * r.es);
+    t.send(b, r.right(), sl, offsets[out_idx] * r.es, counts[out_idx] * r.es);
+    t.wait();
+  }
+}
+
+// `count` elements split into n nearly equal chunks.
+std::vector<size_t> even_chunks(size_t count, int n) {
+  std::vector<size_t> c(static_cast<size_t>(n), count / static_cast<size_t>(n));
+  for (size_t i = 0; i < count % static_cast<size_t>(n); ++i) ++c[i];
+  return c;
+}
+
+size_t total_of(const std::vector<size_t>& counts) {
+  size_t t = 0;
+  for (size_t c : counts) t += c;
+  return t;
+}
+
+void all_reduce(const Run& r) {
+  const size_t bytes = r.a.count * r.es;
+  if (bytes * static_cast<size_t>(r.n - 1) <= kDirectBytes) {
+    direct_reduce(r, r.a.send, r.a.recv, -1);
+    return;
+  }
+  agree(r, r.neighbours());
+  if (r.a.send != r.a.recv) std::memcpy(r.a.recv, r.a.send, bytes);
+  const auto counts = even_chunks(r.a.count, r.n);
+  const auto offsets = core::prefix_offsets(counts);
+  ring_reduce_scatter(r, bytes_of(r.a.recv), bytes, counts, offsets, 0);
+  if (r.a.op == ReduceOp::kAvg) {
+    core::finish_avg(bytes_of(r.a.recv) + offsets[static_cast<size_t>(r.me)] * r.es,
+                     counts[static_cast<size_t>(r.me)], r.a.dtype, r.n);
+  }
+  ring_all_gather(r, bytes_of(r.a.recv), bytes, counts, offsets,
+                  static_cast<uint32_t>(r.n));
+}
+
+void reduce(const Run& r) {
+  const size_t bytes = r.a.count * r.es;
+  if (bytes * static_cast<size_t>(r.n - 1) <= kDirectBytes) {
+    direct_reduce(r, r.a.send, r.a.recv, r.a.root);
+    return;
+  }
+  // Reduce-scatter around the ring, then every rank hands its chunk to the
+  // root.
+  agree(r, merged(r.neighbours(), r.rooted()));
+  std::vector<uint8_t> acc(bytes_of(r.a.send), bytes_of(r.a.send) + bytes);
+  const auto counts = even_chunks(r.a.count, r.n);
+  const auto offsets = core::prefix_offsets(counts);
+  ring_reduce_scatter(r, acc.data(), bytes, counts, offsets, 0);
+  const size_t me = static_cast<size_t>(r.me);
+  Transfers t(r.ctx, r.op.deadline);
+  const uint64_t sl = slot(kPayloadPrefix, r.tag, static_cast<uint32_t>(r.n));
+  if (r.me == r.a.root) {
+    auto* out = t.buffer(r.a.recv, bytes);
+    std::memcpy(bytes_of(r.a.recv) + offsets[me] * r.es,
+                acc.data() + offsets[me] * r.es, counts[me] * r.es);
+    for (int p : r.everyone_else()) {
+      const auto i = static_cast<size_t>(p);
+      t.recv(out, p, sl, offsets[i] * r.es, counts[i] * r.es);
     }
-    if (receives) {
-      uint8_t* dst = acc.data() + offsets[in_idx] * es;
-      core::reduce(dst, dst, incoming.data(), counts[in_idx], a.dtype, partial);
+    t.wait();
+    if (r.a.op == ReduceOp::kAvg) {
+      core::finish_avg(r.a.recv, r.a.count, r.a.dtype, r.n);
+    }
+  } else {
+    auto* in = t.buffer(acc.data(), acc.size());
+    t.send(in, r.a.root, sl, offsets[me] * r.es, counts[me] * r.es);
+    t.wait();
+  }
+}
+
+void broadcast(const Run& r) {
+  const size_t bytes = r.a.count * r.es;
+  const bool root = r.me == r.a.root;
+  if (r.n == 2 || bytes * static_cast<size_t>(r.n - 1) <= kDirectBytes) {
+    const bool fits = bytes <= kInlineBytes;
+    const auto mine = same_for_all(r, r.a.recv);
+    const auto in = agree(r, r.rooted(), nullptr, nullptr,
+                          fits && root ? &mine : nullptr, bytes);
+    if (fits) {
+      if (!root) {
+        std::memcpy(r.a.recv, in[static_cast<size_t>(r.a.root)].data, bytes);
+      }
+      return;
+    }
+    Transfers t(r.ctx, r.op.deadline);
+    const uint64_t sl = slot(kPayloadPrefix, r.tag, 0);
+    auto* b = t.buffer(r.a.recv, bytes);
+    for (int p : r.rooted()) {
+      if (root) {
+        t.send(b, p, sl, 0, bytes);
+      } else {
+        t.recv(b, p, sl, 0, bytes);
+      }
+    }
+    t.wait();
+    return;
+  }
+  // Large: the root scatters chunks, then a ring all-gather completes them.
+  agree(r, merged(r.neighbours(), r.rooted()));
+  const auto counts = even_chunks(r.a.count, r.n);
+  const auto offsets = core::prefix_offsets(counts);
+  {
+    Transfers t(r.ctx, r.op.deadline);
+    const uint64_t sl = slot(kPayloadPrefix, r.tag, 0);
+    auto* b = t.buffer(r.a.recv, bytes);
+    for (int p : r.rooted()) {
+      const auto i = static_cast<size_t>(root ? p : r.me);
+      if (root) {
+        t.send(b, p, sl, offsets[i] * r.es, counts[i] * r.es);
+      } else {
+        t.recv(b, p, sl, offsets[i] * r.es, counts[i] * r.es);
+      }
+    }
+    t.wait();
+  }
+  ring_all_gather(r, bytes_of(r.a.recv), bytes, counts, offsets, 1);
+}
+
+// all_gather and all_gatherv: counts per rank (elements).
+void all_gather(const Run& r, const std::vector<size_t>& counts) {
+  const auto offsets = core::prefix_offsets(counts);
+  const size_t total = total_of(counts);
+  const size_t me = static_cast<size_t>(r.me);
+  const size_t own = counts[me] * r.es;
+  uint8_t* out = bytes_of(r.a.recv);
+  if (own != 0 && r.a.send != out + offsets[me] * r.es) {
+    std::memmove(out + offsets[me] * r.es, r.a.send, own);
+  }
+  if (own * static_cast<size_t>(r.n - 1) <= kDirectBytes &&
+      total * r.es <= 4 * kDirectBytes) {
+    agree(r, r.everyone_else());
+    Transfers t(r.ctx, r.op.deadline);
+    const uint64_t sl = slot(kPayloadPrefix, r.tag, 0);
+    auto* b = t.buffer(out, total * r.es);
+    for (int p : r.everyone_else()) {
+      const auto i = static_cast<size_t>(p);
+      t.recv(b, p, sl, offsets[i] * r.es, counts[i] * r.es);
+      t.send(b, p, sl, offsets[me] * r.es, own);
+    }
+    t.wait();
+    return;
+  }
+  agree(r, r.neighbours());
+  ring_all_gather(r, out, total * r.es, counts, offsets, 0);
+}
+
+void gather(const Run& r) {
+  const size_t bytes = r.a.count * r.es;
+  const bool root = r.me == r.a.root;
+  const bool fits = bytes <= kInlineBytes;
+  const auto mine = same_for_all(r, r.a.send);
+  const auto in = agree(r, r.rooted(), nullptr, nullptr,
+                        fits && !root ? &mine : nullptr, bytes);
+  if (root) {
+    uint8_t* out = bytes_of(r.a.recv);
+    const size_t me = static_cast<size_t>(r.me);
+    if (r.a.send != out + me * bytes) std::memmove(out + me * bytes, r.a.send, bytes);
+    if (fits) {
+      for (int p : r.everyone_else()) {
+        std::memcpy(out + static_cast<size_t>(p) * bytes,
+                    in[static_cast<size_t>(p)].data, bytes);
+      }
+      return;
+    }
+  } else if (fits) {
+    return;
+  }
+  Transfers t(r.ctx, r.op.deadline);
+  const uint64_t sl = slot(kPayloadPrefix, r.tag, 0);
+  if (root) {
+    auto* b = t.buffer(r.a.recv, bytes * static_cast<size_t>(r.n));
+    for (int p : r.everyone_else()) {
+      t.recv(b, p, sl, static_cast<size_t>(p) * bytes, bytes);
+    }
+  } else {
+    t.send(t.buffer(r.a.send, bytes), r.a.root, sl, 0, bytes);
+  }
+  t.wait();
+}
+
+void scatter(const Run& r) {
+  const size_t bytes = r.a.count * r.es;
+  const bool root = r.me == r.a.root;
+  const bool fits = bytes <= kInlineBytes;
+  std::vector<const void*> chunks(static_cast<size_t>(r.n), nullptr);
+  if (root) {
+    for (int p = 0; p < r.n; ++p) {
+      chunks[static_cast<size_t>(p)] = bytes_of(r.a.send) + static_cast<size_t>(p) * bytes;
     }
   }
-  std::memmove(a.recv, acc.data() + offsets[me] * es, counts[me] * es);
-  if (a.op == ReduceOp::kAvg)
-    core::finish_avg(a.recv, counts[me], a.dtype, ctx->size);
+  const auto in = agree(r, r.rooted(), nullptr, nullptr,
+                        fits && root ? &chunks : nullptr, bytes);
+  if (root) {
+    const size_t me = static_cast<size_t>(r.me);
+    const uint8_t* own = bytes_of(r.a.send) + me * bytes;
+    if (r.a.recv != own) std::memmove(r.a.recv, own, bytes);
+  } else if (fits) {
+    std::memcpy(r.a.recv, in[static_cast<size_t>(r.a.root)].data, bytes);
+  }
+  if (fits) return;
+  Transfers t(r.ctx, r.op.deadline);
+  const uint64_t sl = slot(kPayloadPrefix, r.tag, 0);
+  if (root) {
+    auto* b = t.buffer(r.a.send, bytes * static_cast<size_t>(r.n));
+    for (int p : r.everyone_else()) {
+      t.send(b, p, sl, static_cast<size_t>(p) * bytes, bytes);
+    }
+  } else {
+    t.recv(t.buffer(r.a.recv, bytes), r.a.root, sl, 0, bytes);
+  }
+  t.wait();
+}
+
+void reduce_scatter(const Run& r) {
+  const size_t n = static_cast<size_t>(r.n);
+  std::vector<size_t> counts = r.a.recv_counts;
+  if (r.a.kind == OpKind::kReduceScatter) counts.assign(n, r.a.count);
+  const auto offsets = core::prefix_offsets(counts);
+  const size_t total = total_of(counts);
+  agree(r, r.neighbours());
+  const size_t me = static_cast<size_t>(r.me);
+  std::vector<uint8_t> acc(bytes_of(r.a.send), bytes_of(r.a.send) + total * r.es);
+  ring_reduce_scatter(r, acc.data(), acc.size(), counts, offsets, 0);
+  std::memmove(r.a.recv, acc.data() + offsets[me] * r.es, counts[me] * r.es);
+  if (r.a.op == ReduceOp::kAvg) {
+    core::finish_avg(r.a.recv, counts[me], r.a.dtype, r.n);
+  }
+}
+
+// all_to_all and all_to_allv: per-peer element counts each way.
+void all_to_all(const Run& r, const std::vector<size_t>& send_counts,
+                const std::vector<size_t>& recv_counts) {
+  const size_t n = static_cast<size_t>(r.n);
+  const size_t me = static_cast<size_t>(r.me);
+  const auto soff = core::prefix_offsets(send_counts);
+  const auto roff = core::prefix_offsets(recv_counts);
+  std::vector<uint64_t> to(n), from(n);
+  for (size_t p = 0; p < n; ++p) {
+    to[p] = send_counts[p] * r.es;
+    from[p] = recv_counts[p] * r.es;
+  }
+  agree(r, r.everyone_else(), &to, &from);
+  if (recv_counts[me] != 0) {
+    std::memcpy(bytes_of(r.a.recv) + roff[me] * r.es,
+                bytes_of(r.a.send) + soff[me] * r.es, recv_counts[me] * r.es);
+  }
+  Transfers t(r.ctx, r.op.deadline);
+  const uint64_t sl = slot(kPayloadPrefix, r.tag, 0);
+  auto* sb = t.buffer(r.a.send, total_of(send_counts) * r.es);
+  auto* rb = t.buffer(r.a.recv, total_of(recv_counts) * r.es);
+  for (int p : r.everyone_else()) {
+    const auto i = static_cast<size_t>(p);
+    t.recv(rb, p, sl, roff[i] * r.es, from[i]);
+    t.send(sb, p, sl, soff[i] * r.es, to[i]);
+  }
+  t.wait();
 }
 
 }  // namespace
 
 void run_collective(const std::shared_ptr<::gloo::Context>& ctx,
-                    const CollectiveArgs& a, uint32_t tag, Millis timeout) {
-  const size_t es = core::dtype_size(a.dtype);
-  const size_t bytes = a.count * es;
-  const size_t p = static_cast<size_t>(ctx->size);
-  switch (a.kind) {
+                    const core::Operation& op) {
+  const Run r(ctx, op);
+  const size_t n = static_cast<size_t>(r.n);
+  switch (r.a.kind) {
     case OpKind::kAllReduce:
-      if (a.count != 0) all_reduce(ctx, a, tag, timeout, a.send, a.recv);
-      return;
+      return all_reduce(r);
     case OpKind::kReduce:
-      if (a.count != 0) reduce(ctx, a, tag, timeout);
-      return;
+      return reduce(r);
+    case OpKind::kBroadcast:
+      return broadcast(r);
+    case OpKind::kAllGather:
+      return all_gather(r, std::vector<size_t>(n, r.a.count));
+    case OpKind::kAllGatherV:
+      return all_gather(r, r.a.recv_counts);
+    case OpKind::kGather:
+      return gather(r);
+    case OpKind::kScatter:
+      return scatter(r);
     case OpKind::kReduceScatter:
     case OpKind::kReduceScatterV:
-      reduce_scatter(ctx, a, tag, timeout);
+      return reduce_scatter(r);
+    case OpKind::kAllToAll:
+      return all_to_all(r, std::vector<size_t>(n, r.a.count),
+                        std::vector<size_t>(n, r.a.count));
+    case OpKind::kAllToAllV:
+      return all_to_all(r, r.a.send_counts, r.a.recv_counts);
+    case OpKind::kBarrier:
+      agree(r, r.everyone_else());
       return;
-    case OpKind::kBroadcast: {
-      if (bytes == 0) return;
-      ::gloo::BroadcastOptions o(ctx);
-      o.setOutput(bytes_ptr(a.recv), bytes);
-      o.setRoot(a.root);
-      o.setTag(tag);
-      o.setTimeout(timeout);
-      ::gloo::broadcast(o);
-      return;
-    }
-    case OpKind::kAllGather: {
-      if (bytes == 0) return;
-      ::gloo::AllgatherOptions o(ctx);
-      o.setInput(bytes_ptr(a.send), bytes);
-      o.setOutput(bytes_ptr(a.recv), bytes * p);
-      o.setTag(tag);
-      o.setTimeout(timeout);
-      ::gloo::allgather(o);
-      return;
-    }
-    case OpKind::kAllGatherV: {
-      ::gloo::AllgathervOptions o(ctx);
-      o.setInput(bytes_ptr(a.send), bytes);
-      o.setOutput(bytes_ptr(a.recv), scaled(a.recv_counts, es));
-      o.setTag(tag);
-      o.setTimeout(timeout);
-      ::gloo::allgatherv(o);
-      return;
-    }
-    case OpKind::kGather: {
-      if (bytes == 0) return;
-      ::gloo::GatherOptions o(ctx);
-      o.setInput(bytes_ptr(a.send), bytes);
-      if (ctx->rank == a.root) o.setOutput(bytes_ptr(a.recv), bytes * p);
-      o.setRoot(a.root);
-      o.setTag(tag);
-      o.setTimeout(timeout);
-      ::gloo::gather(o);
-      return;
-    }
-    case OpKind::kScatter: {
-      if (bytes == 0) return;
-      ::gloo::ScatterOptions o(ctx);
-      if (ctx->rank == a.root) {
-        std::vector<uint8_t*> chunks(p);
-        for (size_t r = 0; r < p; ++r)
-          chunks[r] = bytes_ptr(a.send) + r * bytes;
-        o.setInputs(chunks, bytes);
-      }
-      o.setOutput(bytes_ptr(a.recv), bytes);
-      o.setRoot(a.root);
-      o.setTag(tag);
-      o.setTimeout(timeout);
-      ::gloo::scatter(o);
-      return;
-    }
-    case OpKind::kAllToAll: {
-      if (bytes == 0) return;
-      ::gloo::AlltoallOptions o(ctx);
-      o.setInput(bytes_ptr(a.send), bytes * p);
-      o.setOutput(bytes_ptr(a.recv), bytes * p);
-      o.setTag(tag);
-      o.setTimeout(timeout);
-      ::gloo::alltoall(o);
-      return;
-    }
-    case OpKind::kAllToAllV: {
-      ::gloo::AlltoallvOptions o(ctx);
-      o.setInput(bytes_ptr(a.send), scaled64(a.send_counts, es));
-      o.setOutput(bytes_ptr(a.recv), scaled64(a.recv_counts, es));
-      o.setTag(tag);
-      o.setTimeout(timeout);
-      ::gloo::alltoallv(o);
-      return;
-    }
-    case OpKind::kBarrier: {
-      ::gloo::BarrierOptions o(ctx);
-      o.setTag(tag);
-      o.setTimeout(timeout);
-      ::gloo::barrier(o);
-      return;
-    }
     case OpKind::kSend:
     case OpKind::kRecv:
       break;
   }
-  fail(Status::kInternal, core::op_api_name(a.kind),
+  fail(Status::kInternal, core::op_api_name(r.a.kind),
        " reached the collective path");
 }
 
@@ -352,17 +529,86 @@ void rethrow_gloo(const ::gloo::Exception& e, core::Clock::time_point deadline,
   fail(Status::kPeerLost, "lost a peer: ", what);
 }
 
-GlooP2PWork::GlooP2PWork(
-    std::unique_ptr<::gloo::transport::UnboundBuffer> buffer, bool is_send,
-    core::Clock::time_point deadline,
-    std::shared_ptr<std::atomic<bool>> aborted)
-    : buffer_(std::move(buffer)),
-      is_send_(is_send),
-      deadline_(deadline),
-      aborted_(std::move(aborted)) {}
+GlooP2PWork::GlooP2PWork(std::shared_ptr<::gloo::Context> ctx,
+                         const core::Operation& op,
+                         std::shared_ptr<std::atomic<bool>> aborted)
+    : ctx_(std::move(ctx)),
+      is_send_(op.args.kind == OpKind::kSend),
+      peer_(op.args.root),
+      tag_(op.args.tag),
+      channel_(op.channel),
+      dtype_(op.args.dtype),
+      count_(op.args.count),
+      bytes_(op.args.count * core::dtype_size(op.args.dtype)),
+      data_(is_send_ ? const_cast<void*>(op.args.send) : op.args.recv),
+      deadline_(op.deadline),
+      aborted_(std::move(aborted)),
+      frame_(new uint8_t[sizeof(Frame)]) {
+  const bool control = channel_ == core::Channel::kControl;
+  const uint64_t tag = static_cast<uint32_t>(tag_);
+  const uint64_t frame_slot =
+      (uint64_t{control ? kControlP2PFramePrefix : kP2PFramePrefix} << 56) | tag;
+  const uint64_t payload_prefix =
+      uint64_t{control ? kControlP2PPayloadPrefix : kP2PPayloadPrefix} << 56;
+  try {
+    frame_buf_ = ctx_->createUnboundBuffer(frame_.get(), sizeof(Frame));
+    if (is_send_) {
+      Frame f = make_frame(op, bytes_, 0);
+      if (bytes_ <= kInlineBytes) {
+        f.inline_len = static_cast<uint32_t>(bytes_);
+        if (bytes_ != 0) std::memcpy(f.data, data_, bytes_);
+      }
+      std::memcpy(frame_.get(), &f, sizeof f);
+      frame_buf_->send(peer_, frame_slot);
+    } else {
+      frame_buf_->recv(peer_, frame_slot);
+    }
+    if (bytes_ > kInlineBytes) {
+      payload_buf_ = ctx_->createUnboundBuffer(data_, bytes_);
+      for (size_t off = 0; off < bytes_; off += kChunkBytes, ++chunks_) {
+        const size_t n = std::min(kChunkBytes, bytes_ - off);
+        const uint64_t sl = payload_prefix | (uint64_t{n} << 32) | tag;
+        if (is_send_) {
+          payload_buf_->send(peer_, sl, off, n);
+        } else {
+          payload_buf_->recv(peer_, sl, off, n);
+        }
+      }
+    }
+  } catch (const ::gloo::Exception& e) {
+    rethrow_gloo(e, deadline_, aborted_->load());
+  }
+}
 
 GlooP2PWork::~GlooP2PWork() {
   if (waiter_.joinable()) waiter_.join();
+}
+
+void GlooP2PWork::check_received_frame() {
+  Frame theirs;
+  std::memcpy(&theirs, frame_.get(), sizeof theirs);
+  core::Operation expected;
+  expected.args.kind = OpKind::kSend;
+  expected.args.dtype = dtype_;
+  expected.args.count = count_;
+  expected.args.tag = tag_;
+  expected.channel = channel_;
+  const Frame want = make_frame(expected, bytes_, 0);
+  if (theirs.kind != want.kind || theirs.dtype != want.dtype ||
+      theirs.count != want.count || theirs.to_you != want.to_you ||
+      theirs.channel != want.channel || theirs.root != want.root) {
+    const bool sane = theirs.kind == want.kind &&
+                      theirs.dtype <= static_cast<uint8_t>(DType::kFloat64);
+    fail(Status::kMismatch, "gang_recv: rank ", ctx_->rank, " receives ",
+         count_, " x ", core::dtype_name(dtype_), " from rank ", peer_,
+         " with tag ", tag_, ", but rank ", peer_,
+         sane ? str_cat(" sent ", theirs.count, " x ",
+                        core::dtype_name(static_cast<DType>(theirs.dtype)))
+              : std::string(" sent something else"));
+  }
+  if (bytes_ <= kInlineBytes && bytes_ != 0) {
+    std::memcpy(data_, theirs.data, bytes_);
+  }
 }
 
 void GlooP2PWork::await() {
@@ -370,15 +616,24 @@ void GlooP2PWork::await() {
   std::string what;
   try {
     try {
-      const auto left = std::chrono::duration_cast<Millis>(
-          deadline_ - core::Clock::now());
-      if (left.count() <= 0) {
-        fail(Status::kTimeout,
-             "the gang's timeout passed before the transfer ended");
+      auto left = [this] {
+        const auto l = std::chrono::duration_cast<Millis>(
+            deadline_ - core::Clock::now());
+        if (l.count() <= 0) {
+          fail(Status::kTimeout,
+               "the gang's timeout passed before the transfer ended");
+        }
+        return l;
+      };
+      const bool frame_ok = is_send_ ? frame_buf_->waitSend(left())
+                                     : frame_buf_->waitRecv(left());
+      if (!frame_ok) fail(Status::kAborted, "the transfer was aborted");
+      if (!is_send_) check_received_frame();
+      for (size_t i = 0; i < chunks_; ++i) {
+        const bool ok = is_send_ ? payload_buf_->waitSend(left())
+                                 : payload_buf_->waitRecv(left());
+        if (!ok) fail(Status::kAborted, "the transfer was aborted");
       }
-      const bool ok =
-          is_send_ ? buffer_->waitSend(left) : buffer_->waitRecv(left);
-      if (!ok) fail(Status::kAborted, "the transfer was aborted");
     } catch (const ::gloo::Exception& e) {
       rethrow_gloo(e, deadline_, aborted_->load());
     }
@@ -423,33 +678,6 @@ bool GlooP2PWork::wait(core::Clock::time_point until) {
   }
   cv_.wait_until(lock, until, [this] { return done_; });
   return outcome_locked();
-}
-
-core::BackendWorkPtr post_p2p(const std::shared_ptr<::gloo::Context>& ctx,
-                              const core::Operation& op,
-                              std::shared_ptr<std::atomic<bool>> aborted) {
-  const CollectiveArgs& a = op.args;
-  const size_t bytes = a.count * core::dtype_size(a.dtype);
-  if (bytes == 0) return nullptr;  // both sides know the count
-  const uint64_t prefix = op.channel == core::Channel::kControl
-                              ? kControlP2PSlotPrefix
-                              : kP2PSlotPrefix;
-  const uint64_t slot = prefix | static_cast<uint32_t>(a.tag);
-  const bool is_send = a.kind == OpKind::kSend;
-  std::unique_ptr<::gloo::transport::UnboundBuffer> buffer;
-  try {
-    if (is_send) {
-      buffer = ctx->createUnboundBuffer(bytes_ptr(a.send), bytes);
-      buffer->send(a.root, slot);
-    } else {
-      buffer = ctx->createUnboundBuffer(bytes_ptr(a.recv), bytes);
-      buffer->recv(a.root, slot);
-    }
-  } catch (const ::gloo::Exception& e) {
-    rethrow_gloo(e, op.deadline, aborted->load());
-  }
-  return std::make_unique<GlooP2PWork>(std::move(buffer), is_send, op.deadline,
-                                       std::move(aborted));
 }
 
 }  // namespace gang::backends::gloo_impl

@@ -22,10 +22,10 @@ namespace gang::backends::gloo_impl {
 // control traffic never share a slot.
 uint32_t wire_tag(const core::Operation& op);
 
-// Runs one collective (not send/recv); timeout bounds each wait.
+// Runs one collective (not send/recv), framed (see gloo_frames.h); every
+// wait ends by the operation's deadline.
 void run_collective(const std::shared_ptr<::gloo::Context>& ctx,
-                    const core::CollectiveArgs& args, uint32_t tag,
-                    std::chrono::milliseconds timeout);
+                    const core::Operation& op);
 
 // Turns a Gloo exception into a gang error (never returns): after abort the
 // broken connections are our own doing (kAborted); at the deadline it is
@@ -33,15 +33,23 @@ void run_collective(const std::shared_ptr<::gloo::Context>& ctx,
 [[noreturn]] void rethrow_gloo(const ::gloo::Exception& e,
                                core::Clock::time_point deadline, bool aborted);
 
-// A send or receive posted to Gloo's pair. Gloo can only wait for it, and
-// a wait that times out tears down every connection of the context, so a
-// poll (test(), or a wait shorter than the operation's deadline) hands the
-// wait to a thread of its own, started on the first poll; a wait to the
-// deadline waits on the caller's thread.
+// A send or receive posted to Gloo's pairs, framed like the collectives,
+// with everything posted the moment it is issued, so a transfer never waits
+// for anyone to drive it. A send posts its frame (the payload inline when
+// it fits) and its payload; a receive posts its frame receive and its
+// payload receives. Payloads travel in chunks of at most kChunkBytes whose
+// exact size is part of the slot, so a payload of another size never lands
+// in a receive (which would make Gloo abort the process): it just never
+// matches, and the receiver's frame check reports the mismatch. Waits
+// happen on the caller's thread for a wait to the deadline, else on a
+// thread of the work's own, started on the first poll (a Gloo wait that
+// times out tears down every connection of the context, so a short poll
+// cannot wait in Gloo itself).
 class GlooP2PWork final : public core::BackendWork {
  public:
-  GlooP2PWork(std::unique_ptr<::gloo::transport::UnboundBuffer> buffer,
-              bool is_send, core::Clock::time_point deadline,
+  static constexpr size_t kChunkBytes = size_t{1} << 23;
+
+  GlooP2PWork(std::shared_ptr<::gloo::Context> ctx, const core::Operation& op,
               std::shared_ptr<std::atomic<bool>> aborted);
   ~GlooP2PWork() override;
 
@@ -49,28 +57,35 @@ class GlooP2PWork final : public core::BackendWork {
   bool wait(core::Clock::time_point until) override;
 
  private:
-  // Waits for Gloo up to the deadline and records the outcome.
   void await();
-  // Lock held: the outcome, or false while running.
+  void check_received_frame();
   bool outcome_locked();
 
-  std::unique_ptr<::gloo::transport::UnboundBuffer> buffer_;
+  std::shared_ptr<::gloo::Context> ctx_;
   bool is_send_;
+  int peer_;
+  int tag_;
+  core::Channel channel_;
+  core::DType dtype_;
+  size_t count_;
+  size_t bytes_;
+  void* data_;
   core::Clock::time_point deadline_;
   std::shared_ptr<std::atomic<bool>> aborted_;
+  // Frame sent (send) or received (receive); the buffers over it and the
+  // payload (one transfer per chunk on the payload buffer).
+  std::unique_ptr<uint8_t[]> frame_;
+  std::unique_ptr<::gloo::transport::UnboundBuffer> frame_buf_;
+  std::unique_ptr<::gloo::transport::UnboundBuffer> payload_buf_;
+  size_t chunks_ = 0;
 
   std::mutex mu_;
   std::condition_variable cv_;
-  bool claimed_ = false;  // someone waits for Gloo (a caller or waiter_)
+  bool claimed_ = false;
   bool done_ = false;
   Status status_ = Status::kOk;
   std::string what_;
   std::thread waiter_;
 };
-
-// Posts a send or receive to Gloo (null when there are no bytes to move).
-core::BackendWorkPtr post_p2p(const std::shared_ptr<::gloo::Context>& ctx,
-                              const core::Operation& op,
-                              std::shared_ptr<std::atomic<bool>> aborted);
 
 }  // namespace gang::backends::gloo_impl

@@ -1,0 +1,166 @@
+#include "backends/gloo/gloo_frames.h"
+
+#include <gloo/common/error.h>
+#include <gloo/types.h>
+
+#include <cstring>
+
+#include "base/error.h"
+#include "core/collective.h"
+
+namespace gang::backends::gloo_impl {
+
+namespace {
+
+using core::OpKind;
+using Millis = std::chrono::milliseconds;
+
+constexpr uint32_t kFrameMagic = 0x6d726667;  // "gfrm"
+// Frames travel on their own slots, apart from every payload.
+constexpr uint8_t kFramePrefix = 0x44;
+
+uint64_t hash_counts(const std::vector<size_t>& counts) {
+  uint64_t h = 1469598103934665603ull;
+  for (size_t c : counts) {
+    for (int i = 0; i < 8; ++i) {
+      h ^= (static_cast<uint64_t>(c) >> (8 * i)) & 0xff;
+      h *= 1099511628211ull;
+    }
+  }
+  return h;
+}
+
+bool per_rank_counts(OpKind k) {
+  return k == OpKind::kAllGatherV || k == OpKind::kReduceScatterV;
+}
+
+std::string describe(const Frame& f) {
+  if (f.magic != kFrameMagic ||
+      f.kind >= static_cast<uint8_t>(core::kNumOpKinds)) {
+    return "something that is not a gang operation";
+  }
+  const auto kind = static_cast<OpKind>(f.kind);
+  const auto& info = core::op_info(kind);
+  std::string s = str_cat(info.api, "(");
+  if (kind == OpKind::kBarrier) return s + ")";
+  s += core::dtype_name(static_cast<core::DType>(f.dtype));
+  if (per_rank_counts(kind)) {
+    s += str_cat(", own count ", f.count, ", total ", f.total);
+  } else if (kind == OpKind::kAllToAllV) {
+    s += str_cat(", sending ", f.to_you, " bytes and expecting ", f.from_you,
+                 " bytes");
+  } else {
+    s += str_cat(", count ", f.count);
+  }
+  if (info.reducing) {
+    s += str_cat(", ", core::reduce_op_name(static_cast<core::ReduceOp>(f.op)));
+  }
+  if (info.rooted) s += str_cat(", root ", f.root);
+  return s + ")";
+}
+
+}  // namespace
+
+Frame make_frame(const core::Operation& op, uint64_t to_you,
+                 uint64_t from_you) {
+  const core::CollectiveArgs& a = op.args;
+  Frame f;
+  std::memset(&f, 0, sizeof f);
+  f.magic = kFrameMagic;
+  f.kind = static_cast<uint8_t>(a.kind);
+  f.dtype = static_cast<uint8_t>(a.dtype);
+  f.op = core::is_reduction(a.kind) ? static_cast<uint8_t>(a.op) : 0;
+  f.channel = static_cast<uint8_t>(op.channel);
+  f.root = core::op_info(a.kind).rooted || core::is_p2p(a.kind) ? a.root : 0;
+  if (core::is_p2p(a.kind)) f.root = a.tag;
+  f.count = a.count;
+  if (per_rank_counts(a.kind)) {
+    f.counts_hash = hash_counts(a.recv_counts);
+    for (size_t c : a.recv_counts) f.total += c;
+  }
+  f.to_you = to_you;
+  f.from_you = from_you;
+  return f;
+}
+
+void check_frame(const Frame& mine, int me, const Frame& theirs, int peer) {
+  const auto kind = static_cast<OpKind>(mine.kind);
+  bool same = theirs.magic == kFrameMagic && theirs.kind == mine.kind &&
+              theirs.dtype == mine.dtype && theirs.op == mine.op &&
+              theirs.root == mine.root && theirs.channel == mine.channel;
+  if (same && per_rank_counts(kind)) {
+    same = theirs.counts_hash == mine.counts_hash && theirs.total == mine.total;
+  } else if (same && kind == OpKind::kAllToAllV) {
+    same = theirs.to_you == mine.from_you && theirs.from_you == mine.to_you;
+  } else if (same) {
+    same = theirs.count == mine.count;
+  }
+  if (!same) {
+    fail(Status::kMismatch, "ranks called different operations: rank ", me,
+         " called ", describe(mine), " but rank ", peer, " called ",
+         describe(theirs));
+  }
+}
+
+::gloo::transport::UnboundBuffer* Transfers::buffer(const void* data,
+                                                    size_t n) {
+  static uint8_t empty;
+  void* p = data ? const_cast<void*>(data) : &empty;
+  buffers_.push_back(ctx_->createUnboundBuffer(p, n));
+  return buffers_.back().get();
+}
+
+void Transfers::send(::gloo::transport::UnboundBuffer* b, int peer,
+                     uint64_t slot, size_t offset, size_t n) {
+  if (n == 0) return;
+  b->send(peer, slot, offset, n);
+  pending_.emplace_back(b, true);
+}
+
+void Transfers::recv(::gloo::transport::UnboundBuffer* b, int peer,
+                     uint64_t slot, size_t offset, size_t n) {
+  if (n == 0) return;
+  b->recv(peer, slot, offset, n);
+  pending_.emplace_back(b, false);
+}
+
+Millis Transfers::left() const {
+  const auto left =
+      std::chrono::duration_cast<Millis>(deadline_ - core::Clock::now());
+  if (left.count() <= 0) {
+    fail(Status::kTimeout, "the gang's timeout passed during the operation");
+  }
+  return left;
+}
+
+void Transfers::wait() {
+  for (const auto& [b, is_send] : pending_) {
+    const bool ok = is_send ? b->waitSend(left()) : b->waitRecv(left());
+    if (!ok) fail(Status::kAborted, "the transfer was aborted");
+  }
+  pending_.clear();
+}
+
+void exchange_frames(const std::shared_ptr<::gloo::Context>& ctx,
+                     core::Clock::time_point deadline, uint32_t tag,
+                     const std::vector<int>& partners,
+                     const std::vector<Frame>& frames_out,
+                     std::vector<Frame>& frames_in) {
+  if (partners.empty()) return;
+  const uint64_t slot = ::gloo::Slot::build(kFramePrefix, tag);
+  constexpr size_t F = sizeof(Frame);
+  Transfers t(ctx, deadline);
+  auto* out = t.buffer(frames_out.data(), frames_out.size() * F);
+  auto* in = t.buffer(frames_in.data(), frames_in.size() * F);
+  for (int p : partners) {
+    t.recv(in, p, slot, static_cast<size_t>(p) * F, F);
+    t.send(out, p, slot, static_cast<size_t>(p) * F, F);
+  }
+  t.wait();
+  for (int p : partners) {
+    check_frame(frames_out[static_cast<size_t>(p)], ctx->rank,
+                frames_in[static_cast<size_t>(p)], p);
+  }
+}
+
+}  // namespace gang::backends::gloo_impl

@@ -1,0 +1,92 @@
+// Frames: how the Gloo backend keeps a peer's mistake from killing this
+// process.
+//
+// Gloo's TCP pairs abort the process when a message arrives that is longer
+// than the receive posted for it (an enforce on Gloo's I/O thread). So no
+// payload ever travels between two ranks before they have agreed on its
+// size: at the start of every operation, each rank exchanges one fixed-size
+// frame with each rank it will talk to in that operation. The frame says
+// what the sender called (operation, dtype, op, root, counts) and what it
+// will send to and expects from the receiver; a receiver that finds another
+// operation fails with GANG_ERR_MISMATCH naming both calls and posts no
+// payload. Payloads of up to kInlineBytes ride inside the frame, so a small
+// operation still costs one message per peer.
+#pragma once
+
+#include <gloo/context.h>
+#include <gloo/transport/unbound_buffer.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/backend.h"
+
+namespace gang::backends::gloo_impl {
+
+constexpr size_t kInlineBytes = 72;
+
+struct Frame {
+  uint32_t magic;
+  uint8_t kind;  // core::OpKind
+  uint8_t dtype;
+  uint8_t op;
+  uint8_t channel;
+  int32_t root;  // root, or the tag of a send
+  uint32_t inline_len;
+  uint64_t count;        // the count every rank passes alike; v-ops: own count
+  uint64_t total;        // v-ops: the sum of the per-rank counts
+  uint64_t counts_hash;  // v-ops: a hash of the counts every rank passes alike
+  uint64_t to_you;       // payload bytes the sender sends the receiver
+  uint64_t from_you;     // payload bytes the sender expects from the receiver
+  uint8_t data[kInlineBytes];
+};
+static_assert(sizeof(Frame) == 128, "frames are 128 bytes on the wire");
+
+// This rank's frame for `args` to a peer it sends `to_you` bytes and from
+// which it expects `from_you` bytes.
+Frame make_frame(const core::Operation& op, uint64_t to_you,
+                 uint64_t from_you);
+
+// Throws kMismatch naming both calls unless `theirs` (from rank `peer`)
+// matches `mine` (what this rank sends that peer).
+void check_frame(const Frame& mine, int me, const Frame& theirs, int peer);
+
+// Posted sends and receives, each waited for once, every wait bounded by
+// one deadline. Gloo's false return (an aborted wait) is kAborted.
+class Transfers {
+ public:
+  Transfers(std::shared_ptr<::gloo::Context> ctx,
+            core::Clock::time_point deadline)
+      : ctx_(std::move(ctx)), deadline_(deadline) {}
+
+  // A buffer over [data, data + n) to post transfers on.
+  ::gloo::transport::UnboundBuffer* buffer(const void* data, size_t n);
+  void send(::gloo::transport::UnboundBuffer* b, int peer, uint64_t slot,
+            size_t offset, size_t n);
+  void recv(::gloo::transport::UnboundBuffer* b, int peer, uint64_t slot,
+            size_t offset, size_t n);
+  // Waits for everything posted so far.
+  void wait();
+
+ private:
+  std::chrono::milliseconds left() const;
+
+  std::shared_ptr<::gloo::Context> ctx_;
+  core::Clock::time_point deadline_;
+  std::vector<std::unique_ptr<::gloo::transport::UnboundBuffer>> buffers_;
+  // (buffer, is_send) of every posted transfer not yet waited for.
+  std::vector<std::pair<::gloo::transport::UnboundBuffer*, bool>> pending_;
+};
+
+// Exchanges frames with every rank in `partners` (ranks, not this one):
+// frames_out[p] goes to p, frames_in[p] arrives from p, each then checked.
+// Both vectors are indexed by rank.
+void exchange_frames(const std::shared_ptr<::gloo::Context>& ctx,
+                     core::Clock::time_point deadline, uint32_t tag,
+                     const std::vector<int>& partners,
+                     const std::vector<Frame>& frames_out,
+                     std::vector<Frame>& frames_in);
+
+}  // namespace gang::backends::gloo_impl
