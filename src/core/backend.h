@@ -98,6 +98,9 @@ struct BackendConfig {
   // Rendezvous for this gang only (already prefixed); null when size is 1.
   std::shared_ptr<store::Store> store;
   Millis timeout{600000};
+  // Creating the backend (connecting, exchanging addresses) must end by
+  // then: the rest of gang_create's timeout.
+  Clock::time_point deadline = Clock::time_point::max();
   // A split: the backend of the parent gang (of the same kind) and this
   // rank's color and key in it (gang_split's; a subgang's are 0 and its
   // position). A backend may share resources with the parent or split it

@@ -72,7 +72,11 @@ std::vector<std::string> plugin_path() {
 
 bool debug_checks() {
   const char* v = raw("GANG_DEBUG");
-  return v && std::strcmp(v, "detail") == 0;
+  if (v == nullptr || *v == '\0' || std::strcmp(v, "off") == 0) return false;
+  if (std::strcmp(v, "detail") == 0) return true;
+  fail(Status::kInvalidArgument, "GANG_DEBUG=\"", v,
+       "\" is not a debug level: use \"detail\" (check every operation) or "
+       "\"off\"");
 }
 
 LogLevel log_level() {

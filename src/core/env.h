@@ -35,7 +35,8 @@ enum class LogLevel { kError = 0, kWarn = 1, kInfo = 2, kDebug = 3 };
 // when a gang fails ("%r" becomes the rank, else ".<rank>" is appended).
 std::string flight_recorder_path();
 
-// GANG_DEBUG=detail: check every operation's fingerprint across ranks.
+// GANG_DEBUG=detail: check every operation's fingerprint across ranks;
+// unset, "" or "off": don't. Any other value is kInvalidArgument naming it.
 bool debug_checks();
 
 // GANG_PLUGIN_PATH split at ':' (empty entries dropped), or empty.

@@ -6,6 +6,8 @@
 #include "core/control_channel.h"
 #include "core/gang.h"
 
+#include <algorithm>
+
 namespace gang::core {
 
 namespace {
@@ -61,7 +63,43 @@ std::string describe(const Fingerprint& f) {
   return s + ")";
 }
 
+std::string list(const uint64_t* v, size_t n) {
+  std::string s = "[";
+  for (size_t i = 0; i < n; ++i) s += str_cat(i ? ", " : "", v[i]);
+  return s + "]";
+}
+
 }  // namespace
+
+// The per-rank count arrays of the v-collectives, in full: every rank's
+// arrays are gathered and compared, so the message names the counts that
+// differ (all_gatherv, reduce_scatterv: every rank passes the same array;
+// all_to_allv: what p sends this rank is what this rank expects from p).
+void Gang::check_counts(const CollectiveArgs& args, uint64_t seq,
+                        Clock::time_point deadline) {
+  const size_t n = static_cast<size_t>(size_);
+  const bool pairwise = args.kind == OpKind::kAllToAllV;
+  const std::vector<size_t>& counts = pairwise ? args.send_counts : args.recv_counts;
+  std::vector<uint64_t> mine(counts.begin(), counts.end());
+  std::vector<uint64_t> all(n * n);
+  control_->fingerprint(mine.data(), all.data(), n, seq, deadline);
+  for (size_t r = 0; r < n; ++r) {
+    const uint64_t* theirs = all.data() + r * n;
+    if (pairwise) {
+      const uint64_t sends = theirs[static_cast<size_t>(rank_)];
+      if (sends != args.recv_counts[r]) {
+        fail(Status::kMismatch, op_api_name(args.kind), ": rank ", r,
+             " sends ", sends, " elements to rank ", rank_, ", which expects ",
+             args.recv_counts[r], " (rank ", r, "'s send_counts ",
+             list(theirs, n), ")");
+      }
+    } else if (!std::equal(mine.begin(), mine.end(), theirs)) {
+      fail(Status::kMismatch, "ranks called different operations: rank ", rank_,
+           " called ", op_api_name(args.kind), " with recv_counts ",
+           list(mine.data(), n), " but rank ", r, " with ", list(theirs, n));
+    }
+  }
+}
 
 void Gang::check_fingerprint(const CollectiveArgs& args, uint64_t seq,
                              Clock::time_point deadline) {
@@ -82,6 +120,7 @@ void Gang::check_fingerprint(const CollectiveArgs& args, uint64_t seq,
            describe(theirs));
     }
   }
+  if (op_info(args.kind).vector_counts) check_counts(args, seq, deadline);
 }
 
 }  // namespace gang::core

@@ -168,6 +168,8 @@ class Gang : public std::enable_shared_from_this<Gang> {
   // naming both calls.
   void check_fingerprint(const CollectiveArgs& args, uint64_t seq,
                          Clock::time_point deadline);
+  void check_counts(const CollectiveArgs& args, uint64_t seq,
+                    Clock::time_point deadline);
   // Runs `f` (control traffic of the public call `api`): refused inside
   // this thread's open group and on a failed gang; an error fails the gang.
   void control(const char* api,

@@ -85,6 +85,8 @@ std::shared_ptr<Gang> Gang::create(const GangOptions& o) {
   cfg.device_type = o.device_type;
   cfg.device_index = o.device_type == DeviceType::kCpu ? -1 : o.device_index;
   cfg.timeout = r.timeout;
+  // One deadline for the whole creation: rendezvous, connections, barrier.
+  cfg.deadline = deadline_after(r.timeout);
 
   if (r.size == 1 || !s.backend.needs_rendezvous) return make(std::move(s));
 
@@ -93,7 +95,9 @@ std::shared_ptr<Gang> Gang::create(const GangOptions& o) {
     store = open_rendezvous(o.init_method, r.rank, r.size, r.timeout,
                             r.launch ? &*r.launch : nullptr);
   }
-  s.store_prefix = join_generation(*store, r.name, r.rank, r.size, r.timeout);
+  s.store_prefix = join_generation(
+      *store, r.name, r.rank, r.size,
+      std::chrono::duration_cast<Millis>(cfg.deadline - Clock::now()));
   s.store = store;
   cfg.store = store::with_prefix(store, s.store_prefix + "backend/", r.timeout);
   return make(std::move(s));
@@ -166,7 +170,8 @@ std::shared_ptr<Gang> Gang::make(Setup s) {
   if (s.size > 1 && !g->caps_->emulates_peers) {
     // Nobody leaves the rendezvous before everybody is done with the store,
     // so rank 0 may tear the store server down as soon as it wants.
-    g->control_->barrier(deadline_after(g->timeout()));
+    g->control_->barrier(std::min(s.config.deadline,
+                                  deadline_after(g->timeout())));
   }
   GANG_LOG(kInfo, "created gang \"", g->name_, "\" rank ", g->rank_, " of ",
            g->size_, " on ", g->backend_name());

@@ -102,6 +102,7 @@ std::shared_ptr<Gang> Gang::make_child(const std::vector<int>& members,
   cfg.device_type = device_type_;
   cfg.device_index = device_index_;
   cfg.timeout = timeout();
+  cfg.deadline = deadline_after(timeout());
   cfg.parent = backend_.get();
   cfg.color = color;
   cfg.key = key;

@@ -4,7 +4,6 @@
 
 #include "backends/gloo/gloo_collectives.h"
 #include "backends/gloo/gloo_device.h"
-#include "backends/gloo/gloo_sockets.h"
 #include "backends/gloo/gloo_store.h"
 #include "base/error.h"
 #include "core/local_collective.h"
@@ -22,14 +21,12 @@ using Millis = std::chrono::milliseconds;
 
 GlooBackend::GlooBackend(const core::BackendConfig& config,
                          std::shared_ptr<::gloo::transport::Device> device,
-                         std::shared_ptr<::gloo::rendezvous::Context> context,
-                         std::vector<ino_t> sockets)
+                         std::shared_ptr<::gloo::rendezvous::Context> context)
     : rank_(config.rank),
       size_(config.size),
       device_(std::move(device)),
       context_(std::move(context)),
-      sockets_(std::move(sockets)),
-      aborted_(std::make_shared<std::atomic<bool>>(false)) {}
+      waits_(std::make_shared<Waits>()) {}
 
 GlooBackend::~GlooBackend() = default;
 
@@ -38,28 +35,33 @@ core::BackendWorkPtr GlooBackend::post(const core::Operation& op) {
     core::run_local(op.args, rank_, size_);
     return nullptr;
   }
-  if (aborted_->load()) fail(Status::kAborted, "the gang was aborted");
+  if (waits_->aborted()) fail(Status::kAborted, "the gang was aborted");
   if (core::is_p2p(op.args.kind)) {
-    return std::make_unique<GlooP2PWork>(context_, op, aborted_);
+    return std::make_unique<GlooP2PWork>(context_, waits_, op);
   }
   if (Clock::now() >= op.deadline) {
     fail(Status::kTimeout,
          "the gang's timeout passed before the operation started");
   }
   try {
-    run_collective(context_, op);
+    run_collective(context_, waits_, op);
   } catch (const ::gloo::Exception& e) {
-    rethrow_gloo(e, op.deadline, aborted_->load());
+    rethrow_gloo(e, op.deadline, waits_->aborted());
   }
   return nullptr;
 }
 
 void GlooBackend::abort() noexcept {
-  if (aborted_->exchange(true) || !context_) return;
+  if (!context_ || waits_->aborted()) return;
   try {
-    shutdown_sockets(sockets_);
+    // Local waits end at once; closing each pair (under its own lock, with
+    // no linger) tells the peers, whose operations with this rank fail.
+    waits_->abort();
+    for (int r = 0; r < size_; ++r) {
+      if (r != rank_) context_->getPair(r)->close();
+    }
   } catch (...) {
-    // Best effort: the pairs may already be closed.
+    // Best effort: a pair may be gone already.
   }
 }
 
@@ -75,16 +77,17 @@ std::unique_ptr<core::Backend> make_gloo(const core::BackendConfig& c) {
     device = parent->device();
   }
   if (c.size == 1)
-    return std::make_unique<GlooBackend>(c, device, nullptr,
-                                         std::vector<ino_t>{});
+    return std::make_unique<GlooBackend>(c, device, nullptr);
   if (!c.store)
     fail(Status::kInternal, "gloo: a gang of size ", c.size, " has no store");
   if (!device) device = make_device(c.store->host());
 
   auto context = std::make_shared<::gloo::rendezvous::Context>(c.rank, c.size);
-  context->setTimeout(c.timeout);
+  // Connecting counts against the creation's deadline; operations pass
+  // their own timeouts.
+  const auto left = std::chrono::duration_cast<Millis>(c.deadline - Clock::now());
+  context->setTimeout(std::max(Millis(1), std::min(c.timeout, left)));
   GlooStore store(c.store);
-  const std::vector<ino_t> before = socket_inodes();
   try {
     context->connectFullMesh(store, device);
   } catch (const ::gloo::Exception& e) {
@@ -96,9 +99,8 @@ std::unique_ptr<core::Backend> make_gloo(const core::BackendConfig& c) {
          "gang_create: connecting rank ", c.rank, " to its ", c.size - 1,
          " peers failed: ", what);
   }
-  std::vector<ino_t> sockets = context_sockets(*context, before);
-  return std::make_unique<GlooBackend>(c, std::move(device), std::move(context),
-                                       std::move(sockets));
+  context->setTimeout(c.timeout);
+  return std::make_unique<GlooBackend>(c, std::move(device), std::move(context));
 }
 
 core::BackendInfo gloo_info() {

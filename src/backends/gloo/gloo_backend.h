@@ -7,24 +7,20 @@
 #include <gloo/rendezvous/context.h>
 #include <gloo/transport/device.h>
 
-#include <sys/types.h>
-
 #include <atomic>
 #include <memory>
-#include <vector>
 
+#include "backends/gloo/gloo_frames.h"
 #include "core/backend.h"
 
 namespace gang::backends::gloo_impl {
 
 class GlooBackend final : public core::Backend {
  public:
-  // context is null for a gang of size 1, which needs no peers; sockets
-  // are its connections (see gloo_sockets.h), shut down by abort().
+  // context is null for a gang of size 1, which needs no peers.
   GlooBackend(const core::BackendConfig& config,
               std::shared_ptr<::gloo::transport::Device> device,
-              std::shared_ptr<::gloo::rendezvous::Context> context,
-              std::vector<ino_t> sockets);
+              std::shared_ptr<::gloo::rendezvous::Context> context);
   ~GlooBackend() override;
 
   const char* name() const override { return "gloo"; }
@@ -43,9 +39,9 @@ class GlooBackend final : public core::Backend {
   core::Capabilities caps_;
   std::shared_ptr<::gloo::transport::Device> device_;
   std::shared_ptr<::gloo::rendezvous::Context> context_;
-  std::vector<ino_t> sockets_;
-  // Shared with the point-to-point works, which may outlive the backend.
-  std::shared_ptr<std::atomic<bool>> aborted_;
+  // Every buffer someone may wait on; shared with the point-to-point works,
+  // which may outlive the backend.
+  std::shared_ptr<Waits> waits_;
 };
 
 }  // namespace gang::backends::gloo_impl

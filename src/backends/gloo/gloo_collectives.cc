@@ -45,6 +45,7 @@ const uint8_t* bytes_of(const void* p) { return static_cast<const uint8_t*>(p); 
 // One operation on one rank: its context, identity and deadline.
 struct Run {
   const std::shared_ptr<::gloo::Context>& ctx;
+  const std::shared_ptr<Waits>& waits;
   const core::Operation& op;
   const CollectiveArgs& a;
   uint32_t tag;
@@ -52,8 +53,10 @@ struct Run {
   int me;
   size_t es;
 
-  Run(const std::shared_ptr<::gloo::Context>& c, const core::Operation& o)
+  Run(const std::shared_ptr<::gloo::Context>& c,
+      const std::shared_ptr<Waits>& w, const core::Operation& o)
       : ctx(c),
+        waits(w),
         op(o),
         a(o.args),
         tag(wire_tag(o)),
@@ -108,7 +111,7 @@ std::vector<Frame> agree(const Run& r, const std::vector<int>& partners,
       std::memcpy(out[i].data, (*inline_out)[i], inline_len);
     }
   }
-  exchange_frames(r.ctx, r.op.deadline, r.tag, partners, out, in);
+  exchange_frames(r.ctx, r.waits, r.op.deadline, r.tag, partners, out, in);
   return in;
 }
 
@@ -145,7 +148,7 @@ void direct_reduce(const Run& r, const void* send, void* recv, int root) {
                   in[static_cast<size_t>(p)].data, bytes);
     }
   } else {
-    Transfers t(r.ctx, r.op.deadline);
+    Transfers t(r.ctx, r.waits, r.op.deadline);
     const uint64_t s = slot(kPayloadPrefix, r.tag, 0);
     auto* out = t.buffer(send, bytes);
     auto* all_buf = receives ? t.buffer(all.data(), all.size()) : nullptr;
@@ -178,7 +181,7 @@ void ring_reduce_scatter(const Run& r, uint8_t* acc, size_t acc_bytes,
   size_t largest = 0;
   for (size_t c : counts) largest = std::max(largest, c);
   std::vector<uint8_t> incoming(largest * r.es);
-  Transfers t(r.ctx, r.op.deadline);
+  Transfers t(r.ctx, r.waits, r.op.deadline);
   auto* acc_buf = t.buffer(acc, acc_bytes);
   auto* in_buf = t.buffer(incoming.data(), incoming.size());
   const ReduceOp op = partial_op(r.a.op);
@@ -204,7 +207,7 @@ void ring_all_gather(const Run& r, uint8_t* buf, size_t buf_bytes,
                      const std::vector<size_t>& offsets, uint32_t step0) {
   const size_t n = static_cast<size_t>(r.n);
   const size_t me = static_cast<size_t>(r.me);
-  Transfers t(r.ctx, r.op.deadline);
+  Transfers t(r.ctx, r.waits, r.op.deadline);
   auto* b = t.buffer(buf, buf_bytes);
   for (size_t s = 0; s + 1 < n; ++s) {
     const uint64_t sl = slot(kPayloadPrefix, r.tag, step0 + static_cast<uint32_t>(s));
@@ -262,7 +265,7 @@ void reduce(const Run& r) {
   const auto offsets = core::prefix_offsets(counts);
   ring_reduce_scatter(r, acc.data(), bytes, counts, offsets, 0);
   const size_t me = static_cast<size_t>(r.me);
-  Transfers t(r.ctx, r.op.deadline);
+  Transfers t(r.ctx, r.waits, r.op.deadline);
   const uint64_t sl = slot(kPayloadPrefix, r.tag, static_cast<uint32_t>(r.n));
   if (r.me == r.a.root) {
     auto* out = t.buffer(r.a.recv, bytes);
@@ -297,7 +300,7 @@ void broadcast(const Run& r) {
       }
       return;
     }
-    Transfers t(r.ctx, r.op.deadline);
+    Transfers t(r.ctx, r.waits, r.op.deadline);
     const uint64_t sl = slot(kPayloadPrefix, r.tag, 0);
     auto* b = t.buffer(r.a.recv, bytes);
     for (int p : r.rooted()) {
@@ -315,7 +318,7 @@ void broadcast(const Run& r) {
   const auto counts = even_chunks(r.a.count, r.n);
   const auto offsets = core::prefix_offsets(counts);
   {
-    Transfers t(r.ctx, r.op.deadline);
+    Transfers t(r.ctx, r.waits, r.op.deadline);
     const uint64_t sl = slot(kPayloadPrefix, r.tag, 0);
     auto* b = t.buffer(r.a.recv, bytes);
     for (int p : r.rooted()) {
@@ -344,7 +347,7 @@ void all_gather(const Run& r, const std::vector<size_t>& counts) {
   if (own * static_cast<size_t>(r.n - 1) <= kDirectBytes &&
       total * r.es <= 4 * kDirectBytes) {
     agree(r, r.everyone_else());
-    Transfers t(r.ctx, r.op.deadline);
+    Transfers t(r.ctx, r.waits, r.op.deadline);
     const uint64_t sl = slot(kPayloadPrefix, r.tag, 0);
     auto* b = t.buffer(out, total * r.es);
     for (int p : r.everyone_else()) {
@@ -380,7 +383,7 @@ void gather(const Run& r) {
   } else if (fits) {
     return;
   }
-  Transfers t(r.ctx, r.op.deadline);
+  Transfers t(r.ctx, r.waits, r.op.deadline);
   const uint64_t sl = slot(kPayloadPrefix, r.tag, 0);
   if (root) {
     auto* b = t.buffer(r.a.recv, bytes * static_cast<size_t>(r.n));
@@ -413,7 +416,7 @@ void scatter(const Run& r) {
     std::memcpy(r.a.recv, in[static_cast<size_t>(r.a.root)].data, bytes);
   }
   if (fits) return;
-  Transfers t(r.ctx, r.op.deadline);
+  Transfers t(r.ctx, r.waits, r.op.deadline);
   const uint64_t sl = slot(kPayloadPrefix, r.tag, 0);
   if (root) {
     auto* b = t.buffer(r.a.send, bytes * static_cast<size_t>(r.n));
@@ -459,7 +462,7 @@ void all_to_all(const Run& r, const std::vector<size_t>& send_counts,
     std::memcpy(bytes_of(r.a.recv) + roff[me] * r.es,
                 bytes_of(r.a.send) + soff[me] * r.es, recv_counts[me] * r.es);
   }
-  Transfers t(r.ctx, r.op.deadline);
+  Transfers t(r.ctx, r.waits, r.op.deadline);
   const uint64_t sl = slot(kPayloadPrefix, r.tag, 0);
   auto* sb = t.buffer(r.a.send, total_of(send_counts) * r.es);
   auto* rb = t.buffer(r.a.recv, total_of(recv_counts) * r.es);
@@ -474,8 +477,9 @@ void all_to_all(const Run& r, const std::vector<size_t>& send_counts,
 }  // namespace
 
 void run_collective(const std::shared_ptr<::gloo::Context>& ctx,
+                    const std::shared_ptr<Waits>& waits,
                     const core::Operation& op) {
-  const Run r(ctx, op);
+  const Run r(ctx, waits, op);
   const size_t n = static_cast<size_t>(r.n);
   switch (r.a.kind) {
     case OpKind::kAllReduce:
@@ -530,8 +534,8 @@ void rethrow_gloo(const ::gloo::Exception& e, core::Clock::time_point deadline,
 }
 
 GlooP2PWork::GlooP2PWork(std::shared_ptr<::gloo::Context> ctx,
-                         const core::Operation& op,
-                         std::shared_ptr<std::atomic<bool>> aborted)
+                         std::shared_ptr<Waits> waits,
+                         const core::Operation& op)
     : ctx_(std::move(ctx)),
       is_send_(op.args.kind == OpKind::kSend),
       peer_(op.args.root),
@@ -542,7 +546,7 @@ GlooP2PWork::GlooP2PWork(std::shared_ptr<::gloo::Context> ctx,
       bytes_(op.args.count * core::dtype_size(op.args.dtype)),
       data_(is_send_ ? const_cast<void*>(op.args.send) : op.args.recv),
       deadline_(op.deadline),
-      aborted_(std::move(aborted)),
+      waits_(std::move(waits)),
       frame_(new uint8_t[sizeof(Frame)]) {
   const bool control = channel_ == core::Channel::kControl;
   const uint64_t tag = static_cast<uint32_t>(tag_);
@@ -551,7 +555,8 @@ GlooP2PWork::GlooP2PWork(std::shared_ptr<::gloo::Context> ctx,
   const uint64_t payload_prefix =
       uint64_t{control ? kControlP2PPayloadPrefix : kP2PPayloadPrefix} << 56;
   try {
-    frame_buf_ = ctx_->createUnboundBuffer(frame_.get(), sizeof(Frame));
+    frame_buf_ = std::make_unique<WaitableBuffer>(ctx_, waits_, frame_.get(),
+                                                  sizeof(Frame));
     if (is_send_) {
       Frame f = make_frame(op, bytes_, 0);
       if (bytes_ <= kInlineBytes) {
@@ -559,24 +564,24 @@ GlooP2PWork::GlooP2PWork(std::shared_ptr<::gloo::Context> ctx,
         if (bytes_ != 0) std::memcpy(f.data, data_, bytes_);
       }
       std::memcpy(frame_.get(), &f, sizeof f);
-      frame_buf_->send(peer_, frame_slot);
+      (*frame_buf_)->send(peer_, frame_slot);
     } else {
-      frame_buf_->recv(peer_, frame_slot);
+      (*frame_buf_)->recv(peer_, frame_slot);
     }
     if (bytes_ > kInlineBytes) {
-      payload_buf_ = ctx_->createUnboundBuffer(data_, bytes_);
+      payload_buf_ = std::make_unique<WaitableBuffer>(ctx_, waits_, data_, bytes_);
       for (size_t off = 0; off < bytes_; off += kChunkBytes, ++chunks_) {
         const size_t n = std::min(kChunkBytes, bytes_ - off);
         const uint64_t sl = payload_prefix | (uint64_t{n} << 32) | tag;
         if (is_send_) {
-          payload_buf_->send(peer_, sl, off, n);
+          (*payload_buf_)->send(peer_, sl, off, n);
         } else {
-          payload_buf_->recv(peer_, sl, off, n);
+          (*payload_buf_)->recv(peer_, sl, off, n);
         }
       }
     }
   } catch (const ::gloo::Exception& e) {
-    rethrow_gloo(e, deadline_, aborted_->load());
+    rethrow_gloo(e, deadline_, waits_->aborted());
   }
 }
 
@@ -625,17 +630,17 @@ void GlooP2PWork::await() {
         }
         return l;
       };
-      const bool frame_ok = is_send_ ? frame_buf_->waitSend(left())
-                                     : frame_buf_->waitRecv(left());
-      if (!frame_ok) fail(Status::kAborted, "the transfer was aborted");
+      const bool frame_ok = is_send_ ? (*frame_buf_)->waitSend(left())
+                                     : (*frame_buf_)->waitRecv(left());
+      if (!frame_ok) fail(Status::kAborted, "the gang was aborted");
       if (!is_send_) check_received_frame();
       for (size_t i = 0; i < chunks_; ++i) {
-        const bool ok = is_send_ ? payload_buf_->waitSend(left())
-                                 : payload_buf_->waitRecv(left());
+        const bool ok = is_send_ ? (*payload_buf_)->waitSend(left())
+                                 : (*payload_buf_)->waitRecv(left());
         if (!ok) fail(Status::kAborted, "the transfer was aborted");
       }
     } catch (const ::gloo::Exception& e) {
-      rethrow_gloo(e, deadline_, aborted_->load());
+      rethrow_gloo(e, deadline_, waits_->aborted());
     }
   } catch (const Error& e) {
     status = e.status();

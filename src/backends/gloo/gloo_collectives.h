@@ -13,6 +13,7 @@
 #include <string>
 #include <thread>
 
+#include "backends/gloo/gloo_frames.h"
 #include "core/backend.h"
 
 namespace gang::backends::gloo_impl {
@@ -25,6 +26,7 @@ uint32_t wire_tag(const core::Operation& op);
 // Runs one collective (not send/recv), framed (see gloo_frames.h); every
 // wait ends by the operation's deadline.
 void run_collective(const std::shared_ptr<::gloo::Context>& ctx,
+                    const std::shared_ptr<Waits>& waits,
                     const core::Operation& op);
 
 // Turns a Gloo exception into a gang error (never returns): after abort the
@@ -49,8 +51,8 @@ class GlooP2PWork final : public core::BackendWork {
  public:
   static constexpr size_t kChunkBytes = size_t{1} << 23;
 
-  GlooP2PWork(std::shared_ptr<::gloo::Context> ctx, const core::Operation& op,
-              std::shared_ptr<std::atomic<bool>> aborted);
+  GlooP2PWork(std::shared_ptr<::gloo::Context> ctx, std::shared_ptr<Waits> waits,
+              const core::Operation& op);
   ~GlooP2PWork() override;
 
   bool test() override;
@@ -71,12 +73,12 @@ class GlooP2PWork final : public core::BackendWork {
   size_t bytes_;
   void* data_;
   core::Clock::time_point deadline_;
-  std::shared_ptr<std::atomic<bool>> aborted_;
+  std::shared_ptr<Waits> waits_;
   // Frame sent (send) or received (receive); the buffers over it and the
   // payload (one transfer per chunk on the payload buffer).
   std::unique_ptr<uint8_t[]> frame_;
-  std::unique_ptr<::gloo::transport::UnboundBuffer> frame_buf_;
-  std::unique_ptr<::gloo::transport::UnboundBuffer> payload_buf_;
+  std::unique_ptr<WaitableBuffer> frame_buf_;
+  std::unique_ptr<WaitableBuffer> payload_buf_;
   size_t chunks_ = 0;
 
   std::mutex mu_;

@@ -102,12 +102,51 @@ void check_frame(const Frame& mine, int me, const Frame& theirs, int peer) {
   }
 }
 
-::gloo::transport::UnboundBuffer* Transfers::buffer(const void* data,
-                                                    size_t n) {
+void Waits::add(::gloo::transport::UnboundBuffer* b) {
+  std::lock_guard<std::mutex> lock(mu_);
+  live_.insert(b);
+  if (aborted_) {
+    b->abortWaitSend();
+    b->abortWaitRecv();
+  }
+}
+
+void Waits::remove(::gloo::transport::UnboundBuffer* b) {
+  std::lock_guard<std::mutex> lock(mu_);
+  live_.erase(b);
+}
+
+void Waits::abort() {
+  std::lock_guard<std::mutex> lock(mu_);
+  aborted_ = true;
+  for (auto* b : live_) {
+    b->abortWaitSend();
+    b->abortWaitRecv();
+  }
+}
+
+bool Waits::aborted() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return aborted_;
+}
+
+WaitableBuffer::WaitableBuffer(const std::shared_ptr<::gloo::Context>& ctx,
+                               std::shared_ptr<Waits> waits, const void* data,
+                               size_t n)
+    : waits_(std::move(waits)) {
+  // Gloo keeps raw pointers; an empty buffer still needs one.
   static uint8_t empty;
   void* p = data ? const_cast<void*>(data) : &empty;
-  buffers_.push_back(ctx_->createUnboundBuffer(p, n));
-  return buffers_.back().get();
+  buffer_ = ctx->createUnboundBuffer(p, n);
+  waits_->add(buffer_.get());
+}
+
+WaitableBuffer::~WaitableBuffer() { waits_->remove(buffer_.get()); }
+
+::gloo::transport::UnboundBuffer* Transfers::buffer(const void* data,
+                                                    size_t n) {
+  buffers_.push_back(std::make_unique<WaitableBuffer>(ctx_, waits_, data, n));
+  return buffers_.back()->get();
 }
 
 void Transfers::send(::gloo::transport::UnboundBuffer* b, int peer,
@@ -142,6 +181,7 @@ void Transfers::wait() {
 }
 
 void exchange_frames(const std::shared_ptr<::gloo::Context>& ctx,
+                     const std::shared_ptr<Waits>& waits,
                      core::Clock::time_point deadline, uint32_t tag,
                      const std::vector<int>& partners,
                      const std::vector<Frame>& frames_out,
@@ -149,7 +189,7 @@ void exchange_frames(const std::shared_ptr<::gloo::Context>& ctx,
   if (partners.empty()) return;
   const uint64_t slot = ::gloo::Slot::build(kFramePrefix, tag);
   constexpr size_t F = sizeof(Frame);
-  Transfers t(ctx, deadline);
+  Transfers t(ctx, waits, deadline);
   auto* out = t.buffer(frames_out.data(), frames_out.size() * F);
   auto* in = t.buffer(frames_in.data(), frames_in.size() * F);
   for (int p : partners) {

@@ -18,6 +18,8 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -53,13 +55,47 @@ Frame make_frame(const core::Operation& op, uint64_t to_you,
 // matches `mine` (what this rank sends that peer).
 void check_frame(const Frame& mine, int me, const Frame& theirs, int peer);
 
+// The unbound buffers of one backend that someone may wait on, so that
+// abort() can wake every wait, now and to come: Gloo's public way to make a
+// wait return (false) at once. Together with closing the pairs (which tells
+// the peers) that is the whole of an abort, with no socket touched outside
+// Gloo's own locks.
+class Waits {
+ public:
+  void add(::gloo::transport::UnboundBuffer* b);
+  void remove(::gloo::transport::UnboundBuffer* b);
+  void abort();
+  bool aborted();
+
+ private:
+  std::mutex mu_;
+  std::set<::gloo::transport::UnboundBuffer*> live_;
+  bool aborted_ = false;
+};
+
+// An unbound buffer registered with a backend's Waits for its lifetime.
+class WaitableBuffer {
+ public:
+  WaitableBuffer(const std::shared_ptr<::gloo::Context>& ctx,
+                 std::shared_ptr<Waits> waits, const void* data, size_t n);
+  ~WaitableBuffer();
+  WaitableBuffer(const WaitableBuffer&) = delete;
+  WaitableBuffer& operator=(const WaitableBuffer&) = delete;
+  ::gloo::transport::UnboundBuffer* get() const { return buffer_.get(); }
+  ::gloo::transport::UnboundBuffer* operator->() const { return buffer_.get(); }
+
+ private:
+  std::shared_ptr<Waits> waits_;
+  std::unique_ptr<::gloo::transport::UnboundBuffer> buffer_;
+};
+
 // Posted sends and receives, each waited for once, every wait bounded by
 // one deadline. Gloo's false return (an aborted wait) is kAborted.
 class Transfers {
  public:
-  Transfers(std::shared_ptr<::gloo::Context> ctx,
+  Transfers(std::shared_ptr<::gloo::Context> ctx, std::shared_ptr<Waits> waits,
             core::Clock::time_point deadline)
-      : ctx_(std::move(ctx)), deadline_(deadline) {}
+      : ctx_(std::move(ctx)), waits_(std::move(waits)), deadline_(deadline) {}
 
   // A buffer over [data, data + n) to post transfers on.
   ::gloo::transport::UnboundBuffer* buffer(const void* data, size_t n);
@@ -74,8 +110,9 @@ class Transfers {
   std::chrono::milliseconds left() const;
 
   std::shared_ptr<::gloo::Context> ctx_;
+  std::shared_ptr<Waits> waits_;
   core::Clock::time_point deadline_;
-  std::vector<std::unique_ptr<::gloo::transport::UnboundBuffer>> buffers_;
+  std::vector<std::unique_ptr<WaitableBuffer>> buffers_;
   // (buffer, is_send) of every posted transfer not yet waited for.
   std::vector<std::pair<::gloo::transport::UnboundBuffer*, bool>> pending_;
 };
@@ -84,6 +121,7 @@ class Transfers {
 // frames_out[p] goes to p, frames_in[p] arrives from p, each then checked.
 // Both vectors are indexed by rank.
 void exchange_frames(const std::shared_ptr<::gloo::Context>& ctx,
+                     const std::shared_ptr<Waits>& waits,
                      core::Clock::time_point deadline, uint32_t tag,
                      const std::vector<int>& partners,
                      const std::vector<Frame>& frames_out,
