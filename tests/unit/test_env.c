@@ -825,6 +825,39 @@ static void test_agent_store_that_is_not_torch(void** state) {
   }
 }
 
+/* GANG_DEBUG takes "detail", "off" or nothing; a typo is an error naming
+ * the variable and the value, not silence. */
+static void test_debug_variable(void** state) {
+  gang_options_t o;
+  gang_t* g = NULL;
+  float x = 1.0f;
+  (void)state;
+  gang_options_init(&o);
+  o.rank = 0;
+  o.size = 1;
+  setenv("GANG_DEBUG", "bogus", 1);
+  assert_int_equal(gang_create(&o, &g), GANG_ERR_INVALID_ARGUMENT);
+  assert_non_null(strstr(gang_last_error(), "GANG_DEBUG"));
+  assert_non_null(strstr(gang_last_error(), "bogus"));
+  assert_null(g);
+  /* options.debug decides without reading the variable. */
+  o.debug = -1;
+  assert_int_equal(gang_create(&o, &g), GANG_OK);
+  gang_destroy(g);
+  g = NULL;
+  o.debug = 0;
+  setenv("GANG_DEBUG", "off", 1);
+  assert_int_equal(gang_create(&o, &g), GANG_OK);
+  assert_int_equal(gang_all_reduce(g, &x, &x, 1, GANG_FLOAT32, GANG_SUM, NULL),
+                   GANG_OK);
+  gang_destroy(g);
+  g = NULL;
+  setenv("GANG_DEBUG", "detail", 1);
+  assert_int_equal(gang_create(&o, &g), GANG_OK);
+  gang_destroy(g);
+  unsetenv("GANG_DEBUG");
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup(test_none, setup),
@@ -844,6 +877,7 @@ int main(void) {
       cmocka_unit_test_setup(test_create_port_served_by_something_else, setup),
       cmocka_unit_test_setup(test_create_wrong_master, setup),
       cmocka_unit_test_setup(test_agent_store_that_is_not_torch, setup),
+      cmocka_unit_test_setup(test_debug_variable, setup),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
