@@ -37,14 +37,19 @@ std::string node_key(const char* what, int node) {
 
 }  // namespace
 
-Cluster::Cluster(const Options& o, int store_port, int torch_port,
+Cluster::Cluster(const Options& o, const std::string& store_host,
+                 int store_port, int torch_port, const std::string& token,
                  Clock::time_point deadline, SignalFd& signals)
-    : options_(o), torch_port_(torch_port) {
+    : options_(o), token_(token), torch_port_(torch_port) {
   event_.reset(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
   if (!event_.valid()) throw LaunchError("eventfd: " + errno_text(errno));
-  // Node 0 talks to its own server over loopback; it listens everywhere.
-  url_ = o.node_rank == 0 ? tcp_url("127.0.0.1", store_port)
-                          : tcp_url(o.master_addr, o.master_port);
+  host_ = o.node_rank == 0 ? store_host : o.master_addr;
+  // A bracketed IPv6 --master-addr is a host without its brackets here.
+  if (host_.size() > 2 && host_.front() == '[' && host_.back() == ']') {
+    host_ = host_.substr(1, host_.size() - 2);
+  }
+  port_ = o.node_rank == 0 ? store_port : o.master_port;
+  url_ = tcp_url(host_, port_);
   join(deadline, signals);
   thread_ = std::thread([this] { watch(); });
 }
@@ -63,7 +68,7 @@ void Cluster::join(Clock::time_point deadline, SignalFd& signals) {
   std::string last_error;
   for (;;) {
     try {
-      auto s = store::open(url_, false, kStoreTimeout);
+      auto s = store::connect_tcp(host_, port_, kStoreTimeout, token_);
       if (options_.node_rank == 0) {
         s->set("gangrun/master_port", bytes(std::to_string(torch_port_)));
         s->set("gangrun/config", bytes(config));
@@ -82,6 +87,11 @@ void Cluster::join(Clock::time_point deadline, SignalFd& signals) {
       }
       store_ = std::move(s);
       return;
+    } catch (const store::Denied& e) {
+      // Node 0 serves with another token: waiting will not change it.
+      throw LaunchError(std::string("node 0's store refused this node (every "
+                                    "node needs the same GANG_STORE_TOKEN): ") +
+                        e.what());
     } catch (const gang::Error& e) {
       if (e.status() != Status::kStore && e.status() != Status::kTimeout) {
         throw LaunchError(std::string("store ") + url_ + ": " + e.what());

@@ -57,12 +57,15 @@ struct ClusterState {
 
 class Cluster {
  public:
-  // Node 0 (store_port: its own server's port) publishes the job; node K
-  // connects to node 0's store, retrying until `deadline`, checks that the
-  // job matches and reads the MASTER_PORT. Throws LaunchError, or
-  // Interrupted when a terminating signal arrives meanwhile.
-  Cluster(const Options& o, int store_port, int torch_port,
-          Clock::time_point deadline, SignalFd& signals);
+  // Node 0 publishes the job through its own server (at store_host:
+  // store_port); node K connects to node 0's store (at --master-addr and
+  // --master-port), retrying until `deadline`, checks that the job matches
+  // and reads the MASTER_PORT. Every node presents `token` ("": none).
+  // Throws LaunchError, or Interrupted when a terminating signal arrives
+  // meanwhile.
+  Cluster(const Options& o, const std::string& store_host, int store_port,
+          int torch_port, const std::string& token, Clock::time_point deadline,
+          SignalFd& signals);
   // Sends what is still to be reported, then stops the thread.
   ~Cluster();
 
@@ -86,7 +89,10 @@ class Cluster {
   void notify();
 
   const Options options_;
-  std::string url_;
+  std::string host_;
+  int port_ = 0;
+  std::string token_;
+  std::string url_;  // for messages
   int torch_port_ = 0;
   std::shared_ptr<store::Store> store_;
   base::UniqueFd event_;

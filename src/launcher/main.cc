@@ -17,6 +17,7 @@
 #include "launcher/rank_env.h"
 #include "launcher/signals.h"
 #include "launcher/supervisor.h"
+#include "store/store_options.h"
 #include "store/tcp_server.h"
 #include "base/unique_fd.h"
 
@@ -26,6 +27,12 @@ namespace {
 void say(const std::string& line) {
   const std::string text = "gangrun: " + line + "\n";
   write_all(STDERR_FILENO, text.data(), text.size());
+}
+
+// Whether the user named loopback on purpose (a one-host test of several
+// nodes) rather than a host name that happens to resolve to it.
+bool is_loopback_name(const std::string& host) {
+  return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
 }
 
 Clock::time_point after(double seconds) {
@@ -52,18 +59,52 @@ Outcome launch(const Options& o) {
   base.stdin_fd = dev_null.get();
   if (o.tee) make_dirs(o.log_dir);
 
-  // Node 0 hosts the store for the whole job, on every interface.
-  std::unique_ptr<store::TcpStoreServer> server;
+  // The job's token: the user's, the same on every node, else (one node)
+  // a fresh one. Several nodes cannot share a secret gangrun invents.
   JobLayout job;
+  try {
+    job.store_token = store::token_from_env();
+    if (job.store_token.empty() && o.nnodes == 1) {
+      job.store_token = store::random_token();
+    }
+  } catch (const gang::Error& e) {
+    throw LaunchError(e.what());
+  }
+  if (job.store_token.empty() && (o.node_rank == 0 || o.verbose)) {
+    say("warning: GANG_STORE_TOKEN is not set, so the store at " +
+        tcp_url(o.master_addr, o.master_port) +
+        " takes any client; set it to one secret on every node");
+  }
+
+  // Node 0 hosts the store for the whole job, on --store-bind (by default
+  // --master-addr) only.
+  std::unique_ptr<store::TcpStoreServer> server;
   job.master_addr = o.master_addr;
   job.store_port = o.master_port;
+  std::string store_host;
   if (o.node_rank == 0) {
+    std::string bind = o.store_bind.empty() ? o.master_addr : o.store_bind;
+    if (bind.size() > 2 && bind.front() == '[' && bind.back() == ']') {
+      bind = bind.substr(1, bind.size() - 2);
+    }
     try {
-      server = std::make_unique<store::TcpStoreServer>(o.master_port);
+      store::ServerOptions options;
+      options.token = job.store_token;
+      options.limits = store::limits_from_env();
+      options.log = [](const std::string& line) { say("store: " + line); };
+      server = std::make_unique<store::TcpStoreServer>(bind, o.master_port,
+                                                       std::move(options));
     } catch (const gang::Error& e) {
       throw LaunchError(std::string("cannot host the store: ") + e.what());
     }
     job.store_port = server->port();
+    store_host = server->local_address();
+    if (o.nnodes > 1 && server->loopback_only() && !is_loopback_name(bind)) {
+      say("warning: " + bind +
+          " is a loopback address on this host, so no other node can reach "
+          "the store; pass --store-bind with an address of this node, or "
+          "0.0.0.0");
+    }
     // Bound by nobody: the program may host PyTorch's store there.
     job.torch_port = pick_free_port();
   }
@@ -72,13 +113,22 @@ Outcome launch(const Options& o) {
   if (o.nnodes > 1) {
     const Clock::time_point connect_deadline =
         std::min(job_deadline, after(o.connect_timeout_s));
-    cluster = std::make_unique<Cluster>(o, job.store_port, job.torch_port,
-                                        connect_deadline, signals);
+    cluster =
+        std::make_unique<Cluster>(o, store_host, job.store_port, job.torch_port,
+                                  job.store_token, connect_deadline, signals);
     job.torch_port = cluster->torch_port();
   }
   if (o.verbose) {
+    std::string where;
+    if (server) {
+      for (const std::string& a : server->addresses()) {
+        where += (where.empty() ? "" : ", ") + a;
+      }
+      where = " (listening on " + where + ")";
+    }
     say(std::string(server ? "serving" : "using") + " the store at " +
-        tcp_url(o.master_addr, job.store_port) +
+        tcp_url(o.master_addr, job.store_port) + where +
+        (job.store_token.empty() ? ", without a token" : ", with a token") +
         "; MASTER_PORT=" + std::to_string(job.torch_port));
   }
 

@@ -75,6 +75,11 @@ std::string usage_text() {
          "  --master-port P       the store's port on node 0 (default 0: a "
          "free\n"
          "                        one; required with --nnodes > 1)\n"
+         "  --store-bind ADDR     the address node 0's store listens on\n"
+         "                        (default: --master-addr, so 127.0.0.1 "
+         "serves\n"
+         "                        this host only; 0.0.0.0 for every "
+         "interface)\n"
          "  --prefix              prefix each output line with \"[rank R] \"\n"
          "  --tee                 also write each rank's output to\n"
          "                        LOG_DIR/rank-R.log\n"
@@ -89,6 +94,15 @@ std::string usage_text() {
          "  -v, --verbose         say what gangrun does\n"
          "  -h, --help            this text\n"
          "  --version             gangrun's version\n"
+         "\n"
+         "The store takes only clients that present its token, which gangrun\n"
+         "hands its ranks in GANG_STORE_TOKEN: GANG_STORE_TOKEN from "
+         "gangrun's\n"
+         "own environment, else (one node) 32 random hex digits per job. With\n"
+         "--nnodes > 1, set GANG_STORE_TOKEN to one secret on every node; "
+         "without\n"
+         "it the store runs without a token, and gangrun says so. The store's\n"
+         "limits come from the GANG_STORE_* variables (see the README).\n"
          "\n"
          "Options also take the form --name=value, and torchrun's spellings\n"
          "(--nproc_per_node, ...). Exit status: 0 when every rank exits 0; "
@@ -148,6 +162,9 @@ ParseResult parse_options(int argc, char** argv) {
         o.master_addr = take();
         addr_given = true;
         if (o.master_addr.empty()) throw UsageError("--master-addr is empty");
+      } else if (arg == "--store-bind") {
+        o.store_bind = take();
+        if (o.store_bind.empty()) throw UsageError("--store-bind is empty");
       } else if (arg == "--master-port") {
         o.master_port = parse_int(arg, take(), 0, 65535);
         port_given = true;

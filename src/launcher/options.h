@@ -12,6 +12,8 @@ struct Options {
   int node_rank = 0;
   std::string master_addr = "127.0.0.1";
   int master_port = 0;             // 0: a free one (one node only)
+  std::string store_bind;          // node 0's store listens here; "":
+                                   // master_addr; 0.0.0.0: everywhere
   bool prefix = false;             // "[rank R] " before every output line
   bool tee = false;                // also write each rank's output to log_dir
   std::string log_dir;             // default "gangrun-logs" when tee is set

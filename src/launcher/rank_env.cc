@@ -26,7 +26,7 @@ std::vector<std::pair<std::string, std::string>> launch_variables(
   const std::string ls = std::to_string(o.nproc_per_node);
   const std::string node = std::to_string(o.node_rank);
   const std::string nodes = std::to_string(o.nnodes);
-  return {
+  std::vector<std::pair<std::string, std::string>> vars = {
       {"GANG_INIT_METHOD", tcp_url(job.master_addr, job.store_port)},
       {"GANG_RANK", r},
       {"GANG_SIZE", size},
@@ -43,6 +43,12 @@ std::vector<std::pair<std::string, std::string>> launch_variables(
       {"MASTER_ADDR", job.master_addr},
       {"MASTER_PORT", std::to_string(job.torch_port)},
   };
+  // In the environment rather than the url, so that a program that prints
+  // GANG_INIT_METHOD does not print the secret.
+  if (!job.store_token.empty()) {
+    vars.emplace_back("GANG_STORE_TOKEN", job.store_token);
+  }
+  return vars;
 }
 
 std::vector<std::string> rank_environment(const std::vector<std::string>& base,

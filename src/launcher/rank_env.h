@@ -11,14 +11,16 @@ namespace gang::launcher {
 
 struct JobLayout {
   std::string master_addr;
-  int store_port = 0;  // gang's store, hosted by gangrun on node 0
-  int torch_port = 0;  // MASTER_PORT: free, left for the program to bind
+  int store_port = 0;       // gang's store, hosted by gangrun on node 0
+  int torch_port = 0;       // MASTER_PORT: free, left for the program to bind
+  std::string store_token;  // GANG_STORE_TOKEN for the ranks; "": none
 };
 
 // tcp://host:port, an IPv6 address in brackets.
 std::string tcp_url(const std::string& host, int port);
 
-// The variables gangrun sets for local rank `local_rank`, in a fixed order.
+// The variables gangrun sets for local rank `local_rank`, in a fixed order
+// (GANG_STORE_TOKEN last, and only when the job has a token).
 std::vector<std::pair<std::string, std::string>> launch_variables(
     const Options& o, const JobLayout& job, int local_rank);
 

@@ -142,15 +142,35 @@ UniqueFd connect_once(const std::string& host, int port,
   return UniqueFd();
 }
 
-UniqueFd ConnectionPool::take(const Deadline& deadline, std::string* error) {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (!idle_.empty()) {
-      UniqueFd fd = std::move(idle_.back());
+namespace {
+
+// An idle connection has nothing to read: readable means the server closed
+// it (EOF or reset), or sent what it should not have.
+bool still_open(int fd) {
+  pollfd p{fd, POLLIN | POLLRDHUP, 0};
+  int n;
+  do {
+    n = ::poll(&p, 1, 0);
+  } while (n < 0 && errno == EINTR);
+  return n == 0;
+}
+
+}  // namespace
+
+UniqueFd ConnectionPool::take(const Deadline& deadline, std::string* error,
+                              bool* fresh) {
+  if (fresh) *fresh = false;
+  for (;;) {
+    UniqueFd fd;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (idle_.empty()) break;
+      fd = std::move(idle_.back());
       idle_.pop_back();
-      return fd;
     }
+    if (still_open(fd.get())) return fd;
   }
+  if (fresh) *fresh = true;
   Millis backoff(10);
   for (;;) {
     UniqueFd fd = connect_once(host_, port_, deadline, error);

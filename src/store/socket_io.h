@@ -55,7 +55,11 @@ class ConnectionPool {
       : host_(std::move(host)), port_(port) {}
 
   // An open connection, or an invalid fd with *error set at the deadline.
-  UniqueFd take(const detail::Deadline& deadline, std::string* error);
+  // *fresh (may be null) says whether it was opened for this call rather
+  // than kept from an earlier one. A kept connection the server has closed
+  // meanwhile (its idle timeout) is dropped here, not handed out.
+  UniqueFd take(const detail::Deadline& deadline, std::string* error,
+                bool* fresh = nullptr);
   void give_back(UniqueFd fd);
 
  private:

@@ -1,8 +1,10 @@
 #include "store/store.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "base/error.h"
+#include "base/text.h"
 #include "store/file_store.h"
 #include "store/memory_store.h"
 #include "store/prefix_store.h"
@@ -17,8 +19,9 @@ namespace gang::store {
 namespace {
 
 [[noreturn]] void fail_url(const std::string& url, const std::string& why) {
-  fail(Status::kInvalidArgument, "store: malformed url \"", url, "\": ", why,
-       " (expected tcp://host:port, torch://host:port, "
+  fail(Status::kInvalidArgument, "store: malformed url \"", redact_url(url),
+       "\": ", why,
+       " (expected tcp://host:port[?token=T], torch://host:port, "
        "redis://host:port[/prefix], file:///dir or memory://name)");
 }
 
@@ -54,9 +57,7 @@ void parse_host_port(const std::string& url, const std::string& rest,
   }
   if (host->empty()) fail_url(url, "no host");
   if (host->find_first_of("/?#@ ") != std::string::npos) {
-    fail_url(url,
-             "only tcp://host:port is understood, with no path, user "
-             "or query");
+    fail_url(url, "only host:port is understood here, with no path or user");
   }
   if (!all_digits(port_text) || port_text.size() > 5 ||
       std::stoi(port_text) > 65535) {
@@ -65,7 +66,72 @@ void parse_host_port(const std::string& url, const std::string& rest,
   *port = std::stoi(port_text);
 }
 
+// A tcp url: host, port and the token of its query ("?token=T"), if any.
+struct TcpUrl {
+  std::string host;
+  int port = 0;
+  bool has_token = false;
+  std::string token;
+};
+
+TcpUrl parse_tcp(const std::string& url, const std::string& rest) {
+  TcpUrl t;
+  const size_t q = rest.find('?');
+  parse_host_port(url, rest.substr(0, q), &t.host, &t.port);
+  if (q == std::string::npos) return t;
+  const std::string query = rest.substr(q + 1);
+  size_t start = 0;
+  while (start <= query.size()) {
+    const size_t amp = std::min(query.find('&', start), query.size());
+    const std::string param = query.substr(start, amp - start);
+    if (param.rfind("token=", 0) != 0) {
+      fail_url(url, "the only query a tcp url takes is ?token=...");
+    }
+    if (t.has_token) fail_url(url, "the token is given twice");
+    t.has_token = true;
+    t.token = param.substr(6);
+    check_token(t.token, "store");
+    start = amp + 1;
+  }
+  return t;
+}
+
+// The url's token, else GANG_STORE_TOKEN's.
+std::string token_of(const TcpUrl& t) {
+  return t.has_token ? t.token : token_from_env();
+}
+
+ServerOptions server_options(const TcpUrl& t) {
+  ServerOptions o;
+  o.token = token_of(t);
+  o.limits = limits_from_env();
+  return o;
+}
+
 }  // namespace
+
+std::string redact_url(const std::string& url) {
+  std::string out = url;
+  size_t at = 0;
+  while ((at = out.find("token=", at)) != std::string::npos) {
+    at += 6;
+    size_t end = out.find('&', at);
+    if (end == std::string::npos) end = out.size();
+    out.replace(at, end - at, "***");
+  }
+  return out;
+}
+
+std::shared_ptr<Store> connect_tcp(const std::string& host, int port,
+                                   Millis timeout, const std::string& token) {
+  if (timeout <= Millis(0)) {
+    fail(Status::kInvalidArgument, "store: the timeout for tcp://",
+         base::host_port(host, port), " must be positive, not ",
+         timeout.count(), " ms");
+  }
+  check_token(token, "store");
+  return std::make_shared<TcpStore>(host, port, timeout, token);
+}
 
 std::shared_ptr<Store> open(const std::string& url, bool is_server,
                             Millis timeout) {
@@ -79,16 +145,18 @@ std::shared_ptr<Store> open(const std::string& url, bool is_server,
   const std::string rest = url.substr(sep + 3);
 
   if (scheme == "tcp") {
-    std::string host;
-    int port = 0;
-    parse_host_port(url, rest, &host, &port);
+    TcpUrl t = parse_tcp(url, rest);
     if (!is_server) {
-      if (port == 0) fail_url(url, "a client needs a nonzero port");
-      return std::make_shared<TcpStore>(std::move(host), port, timeout);
+      if (t.port == 0) fail_url(url, "a client needs a nonzero port");
+      return std::make_shared<TcpStore>(std::move(t.host), t.port, timeout,
+                                        token_of(t));
     }
-    auto server = std::make_unique<TcpStoreServer>(port);
+    ServerOptions options = server_options(t);
+    const std::string token = options.token;
+    auto server =
+        std::make_unique<TcpStoreServer>(t.host, t.port, std::move(options));
     const int bound = server->port();
-    return std::make_shared<TcpStore>(std::move(host), bound, timeout,
+    return std::make_shared<TcpStore>(std::move(t.host), bound, timeout, token,
                                       std::move(server));
   }
   if (scheme == "torch") {
@@ -142,22 +210,24 @@ std::shared_ptr<Store> serve_or_join(const std::string& url, Millis timeout,
          "\" must be positive, not ", timeout.count(), " ms");
   }
   if (url.rfind("tcp://", 0) != 0) fail_url(url, "serve_or_join needs tcp://");
-  std::string host;
-  int port = 0;
-  parse_host_port(url, url.substr(6), &host, &port);
+  TcpUrl t = parse_tcp(url, url.substr(6));
+  ServerOptions options = server_options(t);
+  const std::string token = options.token;
   std::unique_ptr<TcpStoreServer> server;
   try {
-    server = std::make_unique<TcpStoreServer>(port);
+    server =
+        std::make_unique<TcpStoreServer>(t.host, t.port, std::move(options));
   } catch (const PortInUse&) {
     // Someone serves the port already: a launcher that hosts the store
     // (gangrun), or an earlier gang_store_create in this job. The client's
     // PING tells whether it is a gang store at all.
     if (served) *served = false;
-    return std::make_shared<TcpStore>(std::move(host), port, timeout);
+    return std::make_shared<TcpStore>(std::move(t.host), t.port, timeout,
+                                      token);
   }
   if (served) *served = true;
   const int bound = server->port();
-  return std::make_shared<TcpStore>(std::move(host), bound, timeout,
+  return std::make_shared<TcpStore>(std::move(t.host), bound, timeout, token,
                                     std::move(server));
 }
 
@@ -180,19 +250,24 @@ std::shared_ptr<Store> with_prefix(std::shared_ptr<Store> inner,
   return std::make_shared<PrefixStore>(std::move(inner), prefix, timeout);
 }
 
-void check_key(const std::string& key) {
+void Store::check_key(const std::string& key) const {
   if (key.empty()) fail(Status::kInvalidArgument, "store: a key is empty");
-  if (key.size() > kMaxKeyBytes) {
+  if (key.size() > limits_.max_key_bytes) {
     fail(Status::kInvalidArgument, "store: key ", detail::quote(key),
-         " is longer than the limit of ", kMaxKeyBytes, " bytes");
+         " is longer than the limit of ", limits_.max_key_bytes, " bytes",
+         limits_.max_key_bytes < kMaxKeyBytes ? " (GANG_STORE_MAX_KEY_BYTES)"
+                                              : "");
   }
 }
 
-void check_value(const std::string& key, const Bytes& value) {
-  if (value.size() > kMaxValueBytes) {
+void Store::check_value_size(const std::string& key, size_t n) const {
+  if (n > limits_.max_value_bytes) {
     fail(Status::kInvalidArgument, "store: the value for key ",
-         detail::quote(key), " has ", value.size(),
-         " bytes, over the limit of ", kMaxValueBytes);
+         detail::quote(key), " has ", n, " bytes, over the limit of ",
+         limits_.max_value_bytes,
+         limits_.max_value_bytes < kMaxValueBytes
+             ? " (GANG_STORE_MAX_VALUE_BYTES)"
+             : "");
   }
 }
 

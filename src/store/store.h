@@ -12,15 +12,12 @@
 #include <string>
 #include <vector>
 
+#include "base/error.h"
+#include "store/store_options.h"
+
 namespace gang::store {
 
 using Bytes = std::vector<uint8_t>;
-using Millis = std::chrono::milliseconds;
-
-// Limits every implementation enforces, so a value accepted by one store is
-// accepted by all.
-constexpr size_t kMaxKeyBytes = 4096;
-constexpr size_t kMaxValueBytes = size_t{1} << 30;
 
 class Store {
  public:
@@ -46,27 +43,48 @@ class Store {
   virtual int port() const { return -1; }
 
   Millis timeout() const { return timeout_; }
+  // The key and value limits this store checks (GANG_STORE_MAX_KEY_BYTES
+  // and GANG_STORE_MAX_VALUE_BYTES as they were when it was opened).
+  const Limits& limits() const { return limits_; }
+
+  // Checks a key (not empty, at most limits().max_key_bytes) and a value's
+  // size against limits().max_value_bytes before anything is read or sent;
+  // throw kInvalidArgument.
+  void check_key(const std::string& key) const;
+  void check_value_size(const std::string& key, size_t n) const;
 
  protected:
-  explicit Store(Millis timeout) : timeout_(timeout) {}
+  // Reads the limits from the environment: throws kInvalidArgument naming a
+  // malformed GANG_STORE_* variable.
+  explicit Store(Millis timeout)
+      : timeout_(timeout), limits_(limits_from_env()) {}
+
+  void check_value(const std::string& key, const Bytes& value) const {
+    check_value_size(key, value.size());
+  }
 
  private:
   Millis timeout_;
+  Limits limits_;
 };
 
-// Opens "tcp://host:port" (server or client), "torch://host:port" (a client
-// of PyTorch's TCPStore, see torch_store.h), "redis://host:port[/prefix]"
-// (keys kept in a Redis server, see redis_store.h), "file:///dir" or
-// "memory://name". A tcp server also answers the calls above itself.
+// Opens "tcp://host:port[?token=T]" (server or client), "torch://host:port"
+// (a client of PyTorch's TCPStore, see torch_store.h),
+// "redis://host:port[/prefix]" (keys kept in a Redis server, see
+// redis_store.h), "file:///dir" or "memory://name". A tcp server also
+// answers the calls above itself.
 // Throws gang::Error(kInvalidArgument) for a malformed url or a timeout that
 // is not positive.
 //
-// tcp: a server listens on every interface (port 0 picks a free one, read it
-// with port()), since the address others use to reach this host is often not
-// the one its own name resolves to; a client retries its connection until
-// the timeout, since the server may start later. file: one file per key in
-// the directory, created if missing; safe across processes. memory: the keys
-// live as long as the process, shared by every store opened with that name.
+// tcp: a server listens on exactly the host it is given (every address a
+// name resolves to; 0.0.0.0 or [::] for every interface; port 0 picks a free
+// one, read it with port()); a client retries its connection until the
+// timeout, since the server may start later. The token (?token=, else
+// GANG_STORE_TOKEN) is required of every client by a server, and presented
+// by a client; the other limits come from the GANG_STORE_* variables (see
+// store_options.h). file: one file per key in the directory, created if
+// missing; safe across processes. memory: the keys live as long as the
+// process, shared by every store opened with that name.
 // is_server only matters for tcp; torch stores are clients only (is_server
 // is kInvalidArgument).
 std::shared_ptr<Store> open(const std::string& url, bool is_server,
@@ -79,6 +97,19 @@ std::shared_ptr<Store> open(const std::string& url, bool is_server,
 std::shared_ptr<Store> serve_or_join(const std::string& url, Millis timeout,
                                      bool* served);
 
+// What a tcp:// client throws (a kStore error) when the server refuses its
+// token, or its lack of one: retrying will not help.
+class Denied : public Error {
+ public:
+  using Error::Error;
+};
+
+// A client of gang's TCP store at host:port that presents `token` ("": none)
+// whatever the environment says; as open("tcp://host:port", false, timeout)
+// otherwise.
+std::shared_ptr<Store> connect_tcp(const std::string& host, int port,
+                                   Millis timeout, const std::string& token);
+
 // Prefixes every key with `prefix` (which should end in '/') and forwards to
 // an inner store; the rest of the interface is the inner store's.
 std::shared_ptr<Store> with_prefix(std::shared_ptr<Store> inner,
@@ -87,12 +118,9 @@ std::shared_ptr<Store> with_prefix(std::shared_ptr<Store> inner,
 std::shared_ptr<Store> with_prefix(std::shared_ptr<Store> inner,
                                    const std::string& prefix, Millis timeout);
 
-// Checks a key against the shared limits (not empty, at most kMaxKeyBytes);
-// throws kInvalidArgument.
-void check_key(const std::string& key);
-
-// Checks a value to be stored at key against kMaxValueBytes; throws
-// kInvalidArgument.
-void check_value(const std::string& key, const Bytes& value);
+// The url for messages and logs: a "token=..." in it is replaced by
+// "token=***". Messages never show a token; callers that print a url they
+// were given should print this instead.
+std::string redact_url(const std::string& url);
 
 }  // namespace gang::store

@@ -18,16 +18,18 @@ using tcp::Op;
 using tcp::Reply;
 
 TcpStore::TcpStore(std::string host, int port, Millis timeout,
-                   std::unique_ptr<TcpStoreServer> server)
+                   std::string token, std::unique_ptr<TcpStoreServer> server)
     : Store(timeout),
       server_(std::move(server)),
       host_(std::move(host)),
-      // The server listens on every interface, and loopback is the one
-      // address certain to reach it from its own host.
-      dial_host_(server_ ? "127.0.0.1" : host_),
+      // The server's own process dials an address the server certainly
+      // listens on (loopback when it serves every interface).
+      dial_host_(server_ ? server_->local_address() : host_),
       port_(port),
+      token_(std::move(token)),
       pool_(dial_host_, port_) {
-  // Fails now, naming the url, when no gang store answers there.
+  // Fails now, naming the url, when no gang store answers there or it
+  // refuses the token.
   call(Op::kPing, "", nullptr, 0, Deadline(timeout));
 }
 
@@ -37,9 +39,9 @@ std::string TcpStore::url() const {
   return "tcp://" + base::host_port(host_, port_);
 }
 
-UniqueFd TcpStore::take_connection(const Deadline& deadline) {
+UniqueFd TcpStore::take_connection(const Deadline& deadline, bool* fresh) {
   std::string error;
-  UniqueFd fd = pool_.take(deadline, &error);
+  UniqueFd fd = pool_.take(deadline, &error, fresh);
   if (!fd.valid()) {
     fail(Status::kStore, "store: cannot reach ", url(), " within ",
          timeout().count(), " ms: ", error);
@@ -47,12 +49,39 @@ UniqueFd TcpStore::take_connection(const Deadline& deadline) {
   return fd;
 }
 
-// A connection that fails or times out mid-exchange is dropped rather than
-// returned: a late reply on it would answer the next request.
-TcpStore::Answer TcpStore::call(Op op, const std::string& key,
-                                const uint8_t* value, size_t n,
-                                const Deadline& deadline) {
-  UniqueFd fd = take_connection(deadline);
+namespace {
+
+bool is_refusal(Reply r) { return r == Reply::kDenied || r == Reply::kRefused; }
+
+// Reads one reply to `op` into *answer.
+Io read_reply(int fd, Op op, TcpStore::Answer* answer,
+              const Deadline& deadline) {
+  uint8_t reply[tcp::kReplyHeaderBytes];
+  Io io = net::recv_all(fd, reply, sizeof reply, deadline);
+  if (io.kind != Io::kOk) return io;
+  tcp::ReplyHeader rh;
+  if (const char* why = tcp::decode_reply(op, reply, &rh)) {
+    return {Io::kMalformed, why};
+  }
+  answer->status = rh.status;
+  answer->value.resize(rh.value_len);
+  return net::recv_all(fd, answer->value.data(), answer->value.size(),
+                       deadline);
+}
+
+}  // namespace
+
+Io TcpStore::exchange(int fd, bool fresh, Op op, const std::string& key,
+                      const uint8_t* value, size_t n, const Deadline& deadline,
+                      Answer* answer) {
+  // A new connection presents the token first; the request follows in the
+  // same write, and the AUTH reply is read before the request's.
+  const bool auth = fresh && !token_.empty();
+  uint8_t auth_header[tcp::kRequestHeaderBytes];
+  tcp::RequestHeader ah;
+  ah.op = Op::kAuth;
+  ah.key_len = static_cast<uint32_t>(token_.size());
+  tcp::encode_request(ah, auth_header);
 
   tcp::RequestHeader h;
   h.op = op;
@@ -61,38 +90,75 @@ TcpStore::Answer TcpStore::call(Op op, const std::string& key,
   uint8_t header[tcp::kRequestHeaderBytes];
   tcp::encode_request(h, header);
   // iovec is not const-correct; sendmsg only reads these.
-  iovec iov[3] = {
-      {header, sizeof header},
-      {const_cast<char*>(key.data()), key.size()},
-      {const_cast<uint8_t*>(value), n},
-  };
-  Io io = net::send_all(fd.get(), iov, 3, deadline);
+  iovec iov[5];
+  int count = 0;
+  if (auth) {
+    iov[count++] = {auth_header, sizeof auth_header};
+    iov[count++] = {const_cast<char*>(token_.data()), token_.size()};
+  }
+  iov[count++] = {header, sizeof header};
+  iov[count++] = {const_cast<char*>(key.data()), key.size()};
+  iov[count++] = {const_cast<uint8_t*>(value), n};
+  Io io = net::send_all(fd, iov, count, deadline);
+  if (io.kind == Io::kClosed) {
+    // A server that refused the request (too large, the store full, no
+    // token) answered before it closed: read why, if it is there.
+    Answer late;
+    const Io said =
+        read_reply(fd, auth ? Op::kAuth : op, &late, Deadline(Millis(100)));
+    if (said.kind == Io::kOk && is_refusal(late.status)) {
+      *answer = std::move(late);
+      return said;
+    }
+    return io;
+  }
+  if (io.kind != Io::kOk) return io;
+  if (auth) {
+    io = read_reply(fd, Op::kAuth, answer, deadline);
+    if (io.kind != Io::kOk || is_refusal(answer->status)) return io;
+  }
+  return read_reply(fd, op, answer, deadline);
+}
 
+// A connection that fails or times out mid-exchange is dropped rather than
+// returned: a late reply on it would answer the next request.
+TcpStore::Answer TcpStore::call(Op op, const std::string& key,
+                                const uint8_t* value, size_t n,
+                                const Deadline& deadline) {
   Answer answer;
-  if (io.kind == Io::kOk) {
-    uint8_t reply[tcp::kReplyHeaderBytes];
-    io = net::recv_all(fd.get(), reply, sizeof reply, deadline);
-    tcp::ReplyHeader rh;
-    if (io.kind == Io::kOk) {
-      if (const char* why = tcp::decode_reply(op, reply, &rh)) {
-        io = {Io::kMalformed, why};
-      }
+  Io io;
+  for (int attempt = 0;; ++attempt) {
+    bool fresh = false;
+    UniqueFd fd = take_connection(deadline, &fresh);
+    answer = Answer();
+    io = exchange(fd.get(), fresh, op, key, value, n, deadline, &answer);
+    if (io.kind == Io::kOk && !is_refusal(answer.status)) {
+      pool_.give_back(std::move(fd));
+      return answer;
     }
-    if (io.kind == Io::kOk) {
-      answer.status = rh.status;
-      answer.value.resize(rh.value_len);
-      io = net::recv_all(fd.get(), answer.value.data(), answer.value.size(),
-                         deadline);
-    }
+    // A kept connection the server closed just as it was taken (its idle
+    // timeout) never served the request: another one may. Not an ADD,
+    // which must never count twice.
+    const bool retry =
+        io.kind == Io::kClosed && !fresh && op != Op::kAdd && attempt == 0;
+    if (!retry) break;
   }
 
   const std::string what =
       key.empty() ? str_cat("store ", tcp::op_name(op))
                   : str_cat("store ", tcp::op_name(op), ": key ", quote(key));
+  if (io.kind == Io::kOk) {
+    // The server's own words, which never hold a token.
+    const std::string message(answer.value.begin(), answer.value.end());
+    if (answer.status == Reply::kDenied) {
+      throw Denied(Status::kStore, str_cat(what, ": ", url(),
+                                           " refused this client: ", message));
+    }
+    fail(Status::kStore, what, ": ", url(), " refused the request: ", message);
+  }
   switch (io.kind) {
     case Io::kOk:
-      pool_.give_back(std::move(fd));
-      return answer;
+      break;
     case Io::kTimeout:
       if (op == Op::kGet || op == Op::kWait) {
         detail::fail_missing(tcp::op_name(op), key, timeout());

@@ -22,10 +22,11 @@ class Deadline;
 class TcpStore : public Store {
  public:
   // Connects to host:port, retrying until the timeout since the server may
-  // start later; throws kStore when it cannot. With a server, that server is
-  // owned and stopped last, and the connection goes over loopback while
-  // host() still reports `host`.
-  TcpStore(std::string host, int port, Millis timeout,
+  // start later; throws kStore when it cannot, or when the server refuses
+  // `token` ("": none; sent as AUTH first on every connection). With a
+  // server, that server is owned and stopped last, and the connections go
+  // to its local_address() while host() still reports `host`.
+  TcpStore(std::string host, int port, Millis timeout, std::string token,
            std::unique_ptr<TcpStoreServer> server = nullptr);
   ~TcpStore() override;
 
@@ -42,14 +43,22 @@ class TcpStore : public Store {
   std::string host() const override { return host_; }
   int port() const override { return port_; }
 
- private:
+  // A reply: its status and value (or message).
   struct Answer {
     tcp::Reply status = tcp::Reply::kOk;
     Bytes value;
   };
+
+ private:
   Answer call(tcp::Op op, const std::string& key, const uint8_t* value,
               size_t n, const detail::Deadline& deadline);
-  UniqueFd take_connection(const detail::Deadline& deadline);
+  // One request on fd (fresh: opened for it, so AUTH goes first). A
+  // refusal by the server is kOk with answer->status kDenied or kRefused
+  // and the server's message as the value.
+  net::Io exchange(int fd, bool fresh, tcp::Op op, const std::string& key,
+                   const uint8_t* value, size_t n,
+                   const detail::Deadline& deadline, Answer* answer);
+  UniqueFd take_connection(const detail::Deadline& deadline, bool* fresh);
   std::string url() const;
 
   // Declared first so it is destroyed last, after the connections to it.
@@ -57,6 +66,7 @@ class TcpStore : public Store {
   std::string host_;
   std::string dial_host_;
   int port_;
+  std::string token_;
   // A call takes a connection for its whole exchange, so a get parked on
   // the server never blocks another thread's set on the same store.
   net::ConnectionPool pool_;

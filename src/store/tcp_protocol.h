@@ -22,12 +22,28 @@
 // program on the port, a server of another version) fail at its first reply
 // rather than misread it. The server closes a connection whose frame breaks
 // any rule below and keeps serving the others.
+//
+// Authentication: a server started with a token takes nothing but AUTH as a
+// connection's first request, and the token as its key. A right token is
+// answered kOk and the connection serves from then on; a wrong one, or any
+// other first request, is answered kDenied and the connection closed. A
+// client with a token sends AUTH first on every connection it opens (it may
+// send its first request right behind it). A server without a token answers
+// AUTH kOk whatever the token, so clients and servers of this version work
+// together whichever of them has one; a server of the version before AUTH
+// closes the connection.
+//
+// Limits: a request over one of the server's limits (key, value or request
+// size, the bytes it holds in all) is answered kRefused with a message
+// saying which, and its connection closed; the frame itself is well formed.
+// A server with too many connections answers a new one kRefused before it
+// reads anything, and closes it.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 
-#include "store/store.h"
+#include "store/store_options.h"
 
 namespace gang::store::tcp {
 
@@ -47,12 +63,16 @@ enum class Op : uint8_t {
   kDelete = 5,  // key                 -> kOk
   kCheck = 6,   // key                 -> kOk if it exists, else kMissing
   kPing = 7,    // (nothing)           -> kOk
+  kAuth = 8,    // key: the token      -> kOk | kDenied + message
 };
 
 enum class Reply : uint8_t {
   kOk = 0,
   kMissing = 1,  // kCheck only
   kBadAdd = 2,   // kAdd only: the stored value is not an integer, or overflow
+  // Any op, with a message; the server closes the connection after it.
+  kDenied = 3,   // no token, or a wrong one
+  kRefused = 4,  // over a limit of the server's
 };
 
 // GET and WAIT park on the server until the key is set; only the client's
@@ -129,6 +149,10 @@ inline const char* decode_request(const uint8_t in[kRequestHeaderBytes],
       return h->value_len == 0 ? nullptr : "unexpected value";
     case Op::kPing:
       return !has_key && h->value_len == 0 ? nullptr : "PING with a payload";
+    case Op::kAuth:
+      if (!has_key) return "AUTH without a token";
+      if (h->key_len > kMaxTokenBytes) return "AUTH token over the limit";
+      return h->value_len == 0 ? nullptr : "AUTH with a value";
   }
   return "unknown op";
 }
@@ -150,6 +174,9 @@ inline const char* decode_reply(Op op, const uint8_t in[kReplyHeaderBytes],
   h->status = static_cast<Reply>(in[3]);
   h->value_len = get_u64(in + 4);
   if (h->version != kVersion) return "unsupported version";
+  if (h->status == Reply::kDenied || h->status == Reply::kRefused) {
+    return h->value_len <= kMaxMessageBytes ? nullptr : "message too long";
+  }
   const bool ok = h->status == Reply::kOk;
   switch (op) {
     case Op::kGet:
@@ -166,6 +193,7 @@ inline const char* decode_reply(Op op, const uint8_t in[kReplyHeaderBytes],
     case Op::kWait:
     case Op::kDelete:
     case Op::kPing:
+    case Op::kAuth:
       if (!ok) return "unexpected status";
       return h->value_len == 0 ? nullptr : "unexpected value";
   }
@@ -188,6 +216,8 @@ inline const char* op_name(Op op) {
       return "check";
     case Op::kPing:
       return "ping";
+    case Op::kAuth:
+      return "auth";
   }
   return "?";
 }

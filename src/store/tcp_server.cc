@@ -1,6 +1,7 @@
 #include "store/tcp_server.h"
 
 #include <arpa/inet.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -9,9 +10,12 @@
 
 #include <algorithm>
 #include <array>
-#include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <memory>
 #include <string>
 #include <system_error>
 #include <unordered_map>
@@ -19,9 +23,11 @@
 #include <vector>
 
 #include "base/error.h"
+#include "base/unique_fd.h"
+#include "store/server_memory.h"
 #include "store/store_util.h"
 #include "store/tcp_protocol.h"
-#include "base/unique_fd.h"
+#include "store/tcp_request.h"
 
 namespace gang::store {
 
@@ -35,36 +41,107 @@ using tcp::Op;
 using tcp::Reply;
 
 // A connection whose client does not read its replies stops being read once
-// this much output is queued, so it cannot grow the server without bound.
-constexpr size_t kMaxQueuedOutput = size_t{4} << 20;
+// this much output is queued, so it cannot grow the server without bound
+// (values it is sent are held once, by the store or by the reply).
+constexpr size_t kMaxQueuedOutput = size_t{256} << 10;
 // Bytes read from one connection per wake-up, so one client streaming a
 // large value does not starve the others.
 constexpr size_t kReadBudget = size_t{4} << 20;
-// Buffers this large are freed when they empty rather than kept.
-constexpr size_t kKeepCapacity = size_t{1} << 20;
 // How long to stop accepting when out of descriptors or memory, instead of
 // spinning on a listener that stays readable.
 constexpr Millis kAcceptPause(100);
+// A connection refused or denied is read (and what it sends dropped) this
+// long after its reply, so the reply reaches a client still sending rather
+// than being lost to a reset; then it is closed.
+constexpr Millis kLinger(1000);
+// Log lines per minute about refused and closed connections; the rest are
+// counted and reported as a number.
+constexpr int kLogLinesPerMinute = 10;
 
-// Binds all interfaces: IPv6 dual-stack where the host has IPv6, else IPv4.
-UniqueFd listen_on(int port, int* bound_port) {
+bool is_wildcard(const std::string& host) {
+  return host == "0.0.0.0" || host == "::" || host == "*";
+}
+
+std::string numeric_host(const sockaddr* addr, socklen_t len) {
+  char host[NI_MAXHOST] = {};
+  if (::getnameinfo(addr, len, host, sizeof host, nullptr, 0, NI_NUMERICHOST) !=
+      0) {
+    return "?";
+  }
+  return host;
+}
+
+std::string peer_name(const sockaddr_storage& addr, socklen_t len) {
+  char host[NI_MAXHOST] = {};
+  char serv[NI_MAXSERV] = {};
+  if (::getnameinfo(reinterpret_cast<const sockaddr*>(&addr), len, host,
+                    sizeof host, serv, sizeof serv,
+                    NI_NUMERICHOST | NI_NUMERICSERV) != 0) {
+    return "an unknown peer";
+  }
+  return base::host_port(host, std::atoi(serv));
+}
+
+int port_of(int fd) {
+  sockaddr_storage addr{};
+  socklen_t len = sizeof addr;
+  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    return -1;
+  }
+  return ntohs(addr.ss_family == AF_INET6
+                   ? reinterpret_cast<sockaddr_in6*>(&addr)->sin6_port
+                   : reinterpret_cast<sockaddr_in*>(&addr)->sin_port);
+}
+
+struct Listeners {
+  std::vector<UniqueFd> fds;
+  std::vector<std::string> addresses;
+  int port = 0;
+};
+
+[[noreturn]] void fail_bind(const std::string& where, int err) {
+  std::string why =
+      str_cat("store server: cannot listen on ", where, ": ", errno_text(err));
+  if (err == EADDRNOTAVAIL) {
+    why +=
+        " (not an address of this machine; tcp://0.0.0.0:PORT serves "
+        "every interface)";
+  }
+  if (err == EADDRINUSE) throw PortInUse(Status::kSystem, why);
+  throw Error(Status::kSystem, why);
+}
+
+// A listening socket on addr, or an invalid fd with *err set.
+UniqueFd bind_one(const sockaddr* addr, socklen_t len, bool dual_stack,
+                  int* err) {
+  UniqueFd fd(
+      ::socket(addr->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+  if (!fd.valid()) {
+    *err = errno;
+    return fd;
+  }
+  // Lets a restarted server reuse a port whose old connections linger in
+  // TIME_WAIT; on Linux it still refuses a port another socket listens on.
+  const int one = 1;
+  ::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  if (addr->sa_family == AF_INET6) {
+    const int v6only = dual_stack ? 0 : 1;
+    ::setsockopt(fd.get(), IPPROTO_IPV6, IPV6_V6ONLY, &v6only, sizeof v6only);
+  }
+  if (::bind(fd.get(), addr, len) != 0 || ::listen(fd.get(), SOMAXCONN) != 0) {
+    *err = errno;
+    return UniqueFd();
+  }
+  return fd;
+}
+
+// Every interface: IPv6 dual-stack where the host has IPv6, else IPv4.
+Listeners listen_everywhere(int port) {
   int err = EAFNOSUPPORT;
   for (const int family : {AF_INET6, AF_INET}) {
-    UniqueFd fd(
-        ::socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
-    if (!fd.valid()) {
-      err = errno;
-      continue;
-    }
-    // Lets a restarted server reuse a port whose old connections linger in
-    // TIME_WAIT; on Linux it still refuses a port another socket listens on.
-    const int one = 1;
-    ::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
     sockaddr_storage addr{};
     socklen_t len = 0;
     if (family == AF_INET6) {
-      const int zero = 0;
-      ::setsockopt(fd.get(), IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof zero);
       auto* a6 = reinterpret_cast<sockaddr_in6*>(&addr);
       a6->sin6_family = AF_INET6;
       a6->sin6_addr = in6addr_any;
@@ -77,87 +154,220 @@ UniqueFd listen_on(int port, int* bound_port) {
       a4->sin_port = htons(static_cast<uint16_t>(port));
       len = sizeof *a4;
     }
-    if (::bind(fd.get(), reinterpret_cast<sockaddr*>(&addr), len) != 0 ||
-        ::listen(fd.get(), SOMAXCONN) != 0) {
-      err = errno;
+    UniqueFd fd = bind_one(reinterpret_cast<sockaddr*>(&addr), len, true, &err);
+    if (!fd.valid()) {
       // The port itself is the problem: IPv4 would fail the same way.
       if (err == EADDRINUSE || err == EACCES) break;
       continue;
     }
-    len = sizeof addr;
-    if (::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&addr), &len) !=
-        0) {
-      err = errno;
-      break;
-    }
-    *bound_port = ntohs(family == AF_INET6
-                            ? reinterpret_cast<sockaddr_in6*>(&addr)->sin6_port
-                            : reinterpret_cast<sockaddr_in*>(&addr)->sin_port);
-    return fd;
+    Listeners l;
+    l.port = port_of(fd.get());
+    l.addresses.push_back(family == AF_INET6 ? "::" : "0.0.0.0");
+    l.fds.push_back(std::move(fd));
+    return l;
   }
-  const std::string why =
-      str_cat("store server: cannot bind port ", port, ": ", errno_text(err));
-  if (err == EADDRINUSE) throw PortInUse(Status::kSystem, why);
-  throw Error(Status::kSystem, why);
+  fail_bind(str_cat("every interface, port ", port), err);
 }
 
-struct Connection {
-  explicit Connection(UniqueFd f) : fd(std::move(f)) {}
+// Every address host resolves to, on one port.
+Listeners listen_on(const std::string& host, int port) {
+  if (is_wildcard(host)) return listen_everywhere(port);
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+  addrinfo* found = nullptr;
+  const int rc = ::getaddrinfo(host.c_str(), "0", &hints, &found);
+  if (rc != 0) {
+    fail(Status::kSystem, "store server: cannot resolve \"", host,
+         "\": ", rc == EAI_SYSTEM ? errno_text(errno) : ::gai_strerror(rc));
+  }
+  const std::unique_ptr<addrinfo, decltype(&::freeaddrinfo)> list(
+      found, &::freeaddrinfo);
+  std::vector<sockaddr_storage> addrs;
+  std::vector<socklen_t> lens;
+  std::vector<std::string> names;
+  for (const addrinfo* ai = list.get(); ai != nullptr; ai = ai->ai_next) {
+    if (ai->ai_family != AF_INET && ai->ai_family != AF_INET6) continue;
+    const std::string name = numeric_host(ai->ai_addr, ai->ai_addrlen);
+    if (std::find(names.begin(), names.end(), name) != names.end()) continue;
+    sockaddr_storage a{};
+    std::memcpy(&a, ai->ai_addr, ai->ai_addrlen);
+    addrs.push_back(a);
+    lens.push_back(static_cast<socklen_t>(ai->ai_addrlen));
+    names.push_back(name);
+  }
+  const std::string where = base::host_port(host, port);
+  if (addrs.empty()) fail_bind(where, EADDRNOTAVAIL);
+  // With port 0 the first address picks the port and the others follow;
+  // should one of them have it taken already, try again with another.
+  for (int attempt = 0;; ++attempt) {
+    Listeners l;
+    l.port = port;
+    int err = EADDRNOTAVAIL;
+    bool retry = false;
+    for (size_t i = 0; i < addrs.size(); ++i) {
+      sockaddr_storage a = addrs[i];
+      const auto p = htons(static_cast<uint16_t>(l.port));
+      if (a.ss_family == AF_INET6) {
+        reinterpret_cast<sockaddr_in6*>(&a)->sin6_port = p;
+      } else {
+        reinterpret_cast<sockaddr_in*>(&a)->sin_port = p;
+      }
+      UniqueFd fd =
+          bind_one(reinterpret_cast<sockaddr*>(&a), lens[i], false, &err);
+      if (!fd.valid()) {
+        // An address this machine lacks (::1 without IPv6): the others
+        // still serve.
+        if (err == EADDRNOTAVAIL || err == EAFNOSUPPORT) continue;
+        if (err == EADDRINUSE && port == 0 && !l.fds.empty() && attempt < 8) {
+          retry = true;
+          break;
+        }
+        fail_bind(base::host_port(names[i], l.port), err);
+      }
+      if (l.port == 0) l.port = port_of(fd.get());
+      l.fds.push_back(std::move(fd));
+      l.addresses.push_back(names[i]);
+    }
+    if (retry) continue;
+    if (l.fds.empty()) fail_bind(where, err);
+    return l;
+  }
+}
 
-  size_t queued() const { return out.size() - out_pos; }
+bool is_loopback(const std::string& address) {
+  return address == "::1" || address.rfind("127.", 0) == 0 ||
+         address.rfind("::ffff:127.", 0) == 0;
+}
+
+// The server's view of a stored value: its bytes and their share of the
+// budget, given back when the last holder (the store, a reply being sent)
+// lets go.
+struct Value {
+  Buffer bytes;
+  Reservation reserved;
+};
+using ValuePtr = std::shared_ptr<const Value>;
+
+struct Entry {
+  ValuePtr value;
+  Reservation key_cost;  // the key and kEntryOverheadBytes
+};
+
+// A reply: header (and any small payload) in `head`, a stored value behind.
+struct OutItem {
+  Bytes head;
+  Reservation head_cost;
+  ValuePtr value;
+  size_t sent = 0;
+
+  size_t size() const {
+    return head.size() + (value ? value->bytes.size() : 0);
+  }
+};
+
+struct Connection {
+  Connection(UniqueFd f, std::string who, const Limits& limits, Budget* budget,
+             bool need_auth, Clock::time_point now)
+      : fd(std::move(f)),
+        peer(std::move(who)),
+        reader(limits, budget),
+        authenticated(!need_auth),
+        accepted(now),
+        last_read(now),
+        last_write(now) {
+    reader.require_auth(need_auth);
+  }
 
   UniqueFd fd;
-  Bytes in;  // read, not yet handled from in_pos on
-  size_t in_pos = 0;
-  Bytes out;  // replies not yet sent from out_pos on
-  size_t out_pos = 0;
+  std::string peer;  // "10.0.0.5:41234", for logs
+  tcp::RequestReader reader;
+  bool authenticated;
+
+  std::deque<OutItem> out;
+  size_t queued = 0;  // bytes of `out` not yet sent
+
   // A GET or WAIT waiting for its key; the connection's later requests wait
   // behind it, so replies stay in order.
   bool parked = false;
   Op parked_op = Op::kGet;
   std::string parked_key;
+
+  // Refused or denied: its reply is sent, then what it sends is dropped
+  // until it hangs up or kLinger passes.
+  bool closing = false;
+  bool write_shut = false;
+
+  Clock::time_point accepted;
+  Clock::time_point last_read;
+  Clock::time_point last_write;
+  Clock::time_point closing_since{};
 };
 
 }  // namespace
 
 class TcpStoreServer::Loop {
  public:
-  Loop(UniqueFd listener, UniqueFd wake)
-      : listener_(std::move(listener)), wake_(std::move(wake)) {}
+  Loop(Listeners listeners, UniqueFd wake, ServerOptions options)
+      : listeners_(std::move(listeners.fds)),
+        wake_(std::move(wake)),
+        options_(std::move(options)),
+        budget_(options_.limits.max_total_bytes) {}
 
   void run();
   // Called from another thread.
   void stop();
+  ServerStats stats() const;
 
  private:
-  void accept_all();
+  enum class Why { kMalformed, kTimedOut, kGone };
+
+  void accept_all(int listener);
   void service(uint64_t id, short revents);
-  // These return false when the connection must be closed.
+  // These return false when the connection must be closed now.
   bool read_and_handle(uint64_t id, Connection& c);
-  bool handle_frames(uint64_t id, Connection& c);
+  bool feed(uint64_t id, Connection& c, const uint8_t* data, size_t n);
+  bool drop_input(Connection& c);
   bool flush(Connection& c);
-  void handle(uint64_t id, Connection& c, Op op, std::string key,
-              const uint8_t* value, size_t n);
+  void handle(uint64_t id, Connection& c, tcp::Request r);
   void reply(Connection& c, Reply status, const uint8_t* data = nullptr,
-             size_t n = 0);
+             size_t n = 0, ValuePtr value = nullptr);
+  // Answers status + message, then closes the connection (after kLinger).
+  void end_with(Connection& c, Reply status, const std::string& message);
   void park(uint64_t id, Connection& c, Op op, std::string key);
   void wake_waiters(const std::string& key);
   void drain_ready();
+  // When c is due to be closed for silence; time_point::max() for never.
+  Clock::time_point deadline(const Connection& c) const;
   void close(uint64_t id);
+  void log(const std::string& line);
+  void flush_log(Clock::time_point now);
 
-  UniqueFd listener_;
+  std::vector<UniqueFd> listeners_;
   UniqueFd wake_;
+  ServerOptions options_;
   std::atomic<bool> stopping_{false};
+  // Declared before everything drawn from it, so it is destroyed after.
+  Budget budget_;
   uint64_t next_id_ = 1;
   std::unordered_map<uint64_t, std::unique_ptr<Connection>> conns_;
-  std::unordered_map<std::string, Bytes> data_;
+  std::unordered_map<std::string, Entry> data_;
   // Connections parked on each key. Entries of connections that have since
   // gone are skipped when the key arrives.
   std::unordered_map<std::string, std::vector<uint64_t>> waiters_;
-  // Connections just unparked, whose buffered requests still need handling.
+  // Connections just unparked, whose next requests still need reading.
   std::vector<uint64_t> ready_;
   Clock::time_point accept_resume_{};
   std::array<uint8_t, 64 * 1024> chunk_{};
+
+  struct Counters {
+    std::atomic<uint64_t> accepted{0}, over_connections{0}, denied{0},
+        refused{0}, malformed{0}, timed_out{0};
+  } counters_;
+  Clock::time_point log_window_{};
+  int log_lines_ = 0;
+  uint64_t log_suppressed_ = 0;
 };
 
 void TcpStoreServer::Loop::stop() {
@@ -168,29 +378,119 @@ void TcpStoreServer::Loop::stop() {
   [[maybe_unused]] ssize_t n = ::write(wake_.get(), &one, sizeof one);
 }
 
+ServerStats TcpStoreServer::Loop::stats() const {
+  ServerStats s;
+  s.accepted = counters_.accepted.load();
+  s.over_connections = counters_.over_connections.load();
+  s.denied = counters_.denied.load();
+  s.refused = counters_.refused.load();
+  s.malformed = counters_.malformed.load();
+  s.timed_out = counters_.timed_out.load();
+  return s;
+}
+
+void TcpStoreServer::Loop::log(const std::string& line) {
+  if (!options_.log) return;
+  const auto now = Clock::now();
+  flush_log(now);
+  if (log_lines_ >= kLogLinesPerMinute) {
+    ++log_suppressed_;
+    return;
+  }
+  ++log_lines_;
+  try {
+    options_.log(line);
+  } catch (...) {
+    // A logger that fails must not stop the server.
+  }
+}
+
+void TcpStoreServer::Loop::flush_log(Clock::time_point now) {
+  if (now - log_window_ < std::chrono::minutes(1)) return;
+  log_window_ = now;
+  log_lines_ = 0;
+  if (log_suppressed_ > 0 && options_.log) {
+    const uint64_t n = std::exchange(log_suppressed_, 0);
+    try {
+      options_.log(str_cat(n,
+                           " more refused or closed connections in the "
+                           "last minute not shown"));
+    } catch (...) {
+    }
+  }
+}
+
+Clock::time_point TcpStoreServer::Loop::deadline(const Connection& c) const {
+  const Limits& l = options_.limits;
+  if (c.closing)
+    return c.closing_since +
+           std::min<Clock::duration>(kLinger, l.request_timeout);
+  if (!c.authenticated) return c.accepted + l.request_timeout;
+  if (c.queued > 0) return c.last_write + l.request_timeout;
+  if (c.reader.in_request()) return c.last_read + l.request_timeout;
+  // Waiting on the server, not the client: the client's own timeout ends
+  // it, and TCP keepalive a client that vanished.
+  if (c.parked) return Clock::time_point::max();
+  return std::max(c.last_read, c.last_write) + l.idle_timeout;
+}
+
 void TcpStoreServer::Loop::run() {
   std::vector<pollfd> fds;
   std::vector<uint64_t> ids;
+  std::vector<uint64_t> expired;
   while (!stopping_.load()) {
     fds.clear();
     ids.clear();
+    expired.clear();
     fds.push_back({wake_.get(), POLLIN, 0});
     const auto now = Clock::now();
+    flush_log(now);
     const bool accepting = now >= accept_resume_;
-    if (accepting) fds.push_back({listener_.get(), POLLIN, 0});
+    if (accepting) {
+      for (const auto& l : listeners_) fds.push_back({l.get(), POLLIN, 0});
+    }
+    const size_t first = fds.size();
+    Clock::time_point wake_at =
+        accepting ? Clock::time_point::max() : accept_resume_;
     for (const auto& [id, c] : conns_) {
+      const Clock::time_point due = deadline(*c);
+      if (due <= now) {
+        expired.push_back(id);
+        continue;
+      }
+      wake_at = std::min(wake_at, due);
       // A parked connection is not read (its next requests must wait), but
       // its client hanging up must still free it.
-      const bool reading = !c->parked && c->queued() < kMaxQueuedOutput;
+      const bool reading =
+          c->closing || (!c->parked && c->queued < kMaxQueuedOutput);
       short events = reading ? POLLIN : POLLRDHUP;
-      if (c->queued() > 0) events |= POLLOUT;
+      if (c->queued > 0) events |= POLLOUT;
       fds.push_back({c->fd.get(), events, 0});
       ids.push_back(id);
     }
+    for (const uint64_t id : expired) {
+      const Connection& c = *conns_.at(id);
+      if (!c.closing) {
+        counters_.timed_out.fetch_add(1);
+        const char* what = !c.authenticated ? "did not authenticate"
+                           : c.queued > 0   ? "did not read its reply"
+                           : c.reader.in_request()
+                               ? "stopped half-way through a request"
+                               : "was idle";
+        const Millis after =
+            !c.authenticated || c.queued > 0 || c.reader.in_request()
+                ? options_.limits.request_timeout
+                : options_.limits.idle_timeout;
+        log(str_cat("closed the connection from ", c.peer, ": it ", what,
+                    " for ", after.count(), " ms"));
+      }
+      close(id);
+    }
     int timeout = -1;
-    if (!accepting) {
-      timeout = static_cast<int>(
-          std::chrono::ceil<Millis>(accept_resume_ - now).count());
+    if (wake_at != Clock::time_point::max()) {
+      timeout = static_cast<int>(std::min<int64_t>(
+          std::chrono::ceil<Millis>(wake_at - now).count(), 60000));
+      timeout = std::max(timeout, 0);
     }
     if (::poll(fds.data(), fds.size(), timeout) < 0) {
       // EINTR, or ENOMEM that may pass: try again shortly.
@@ -202,8 +502,9 @@ void TcpStoreServer::Loop::run() {
       [[maybe_unused]] ssize_t n = ::read(wake_.get(), &count, sizeof count);
       if (stopping_.load()) break;
     }
-    const size_t first = accepting ? 2 : 1;
-    if (accepting && fds[1].revents != 0) accept_all();
+    for (size_t i = 1; i < first; ++i) {
+      if (fds[i].revents != 0) accept_all(fds[i].fd);
+    }
     for (size_t i = 0; i < ids.size(); ++i) {
       if (fds[first + i].revents != 0) service(ids[i], fds[first + i].revents);
     }
@@ -211,9 +512,11 @@ void TcpStoreServer::Loop::run() {
   }
 }
 
-void TcpStoreServer::Loop::accept_all() {
+void TcpStoreServer::Loop::accept_all(int listener) {
   for (;;) {
-    UniqueFd fd(::accept4(listener_.get(), nullptr, nullptr,
+    sockaddr_storage addr{};
+    socklen_t len = sizeof addr;
+    UniqueFd fd(::accept4(listener, reinterpret_cast<sockaddr*>(&addr), &len,
                           SOCK_NONBLOCK | SOCK_CLOEXEC));
     if (!fd.valid()) {
       if (errno == EINTR || errno == ECONNABORTED) continue;
@@ -222,10 +525,44 @@ void TcpStoreServer::Loop::accept_all() {
       }
       return;
     }
+    counters_.accepted.fetch_add(1);
+    const std::string peer = peer_name(addr, len);
+    const Limits& l = options_.limits;
+    if (conns_.size() >= l.max_connections) {
+      // Said before anything is read, as the answer to whatever the client
+      // sends first; the socket buffer of a new connection always has room.
+      counters_.over_connections.fetch_add(1);
+      const std::string message =
+          str_cat("the server has ", conns_.size(),
+                  " connections open, its limit (GANG_STORE_MAX_CONNECTIONS)");
+      tcp::ReplyHeader h;
+      h.status = Reply::kRefused;
+      h.value_len = message.size();
+      uint8_t header[tcp::kReplyHeaderBytes];
+      tcp::encode_reply(h, header);
+      Bytes out(header, header + sizeof header);
+      out.insert(out.end(), message.begin(), message.end());
+      [[maybe_unused]] ssize_t n =
+          ::send(fd.get(), out.data(), out.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+      ::shutdown(fd.get(), SHUT_WR);
+      log(str_cat("refused a connection from ", peer, ": ", message));
+      continue;
+    }
     // Replies are small and a client waits for each one.
     const int one = 1;
     ::setsockopt(fd.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    conns_.emplace(next_id_++, std::make_unique<Connection>(std::move(fd)));
+    // A client whose machine vanished (no FIN, no RST) is found within
+    // about two minutes, even while parked on a key.
+    ::setsockopt(fd.get(), SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one);
+    const int idle_s = 60, interval_s = 10, probes = 6;
+    ::setsockopt(fd.get(), IPPROTO_TCP, TCP_KEEPIDLE, &idle_s, sizeof idle_s);
+    ::setsockopt(fd.get(), IPPROTO_TCP, TCP_KEEPINTVL, &interval_s,
+                 sizeof interval_s);
+    ::setsockopt(fd.get(), IPPROTO_TCP, TCP_KEEPCNT, &probes, sizeof probes);
+    conns_.emplace(next_id_++,
+                   std::make_unique<Connection>(
+                       std::move(fd), peer, options_.limits, &budget_,
+                       !options_.token.empty(), Clock::now()));
   }
 }
 
@@ -234,15 +571,17 @@ void TcpStoreServer::Loop::service(uint64_t id, short revents) {
   if (it == conns_.end()) return;
   Connection& c = *it->second;
   bool keep = true;
-  // A bad request or a failed allocation (a huge value) closes this
-  // connection only; nothing may end the server's thread.
+  // A bad request or a failed allocation closes this connection only;
+  // nothing may end the server's thread.
   try {
     if (revents & (POLLERR | POLLNVAL)) {
       keep = false;
     } else {
       if (revents & POLLOUT) keep = flush(c);
       if (keep) {
-        if ((revents & (POLLIN | POLLHUP)) && !c.parked) {
+        if ((revents & (POLLIN | POLLHUP)) && c.closing) {
+          keep = drop_input(c);
+        } else if ((revents & (POLLIN | POLLHUP)) && !c.parked) {
           keep = read_and_handle(id, c);  // sees EOF itself
         } else if (revents & (POLLRDHUP | POLLHUP)) {
           keep = false;
@@ -257,12 +596,15 @@ void TcpStoreServer::Loop::service(uint64_t id, short revents) {
 
 bool TcpStoreServer::Loop::read_and_handle(uint64_t id, Connection& c) {
   size_t budget = kReadBudget;
-  while (budget > 0 && !c.parked && c.queued() < kMaxQueuedOutput) {
-    const ssize_t n = ::recv(c.fd.get(), chunk_.data(), chunk_.size(), 0);
+  while (budget > 0 && !c.parked && !c.closing && c.queued < kMaxQueuedOutput) {
+    // Never past the request in progress: a connection that parks or is
+    // refused leaves its later bytes in the socket, not in the server.
+    const size_t want = std::min(chunk_.size(), c.reader.wanted());
+    const ssize_t n = ::recv(c.fd.get(), chunk_.data(), want, 0);
     if (n > 0) {
-      c.in.insert(c.in.end(), chunk_.begin(), chunk_.begin() + n);
+      c.last_read = Clock::now();
       budget -= std::min(budget, static_cast<size_t>(n));
-      if (!handle_frames(id, c)) return false;
+      if (!feed(id, c, chunk_.data(), static_cast<size_t>(n))) return false;
       continue;
     }
     if (n == 0) return false;  // the client hung up
@@ -273,68 +615,126 @@ bool TcpStoreServer::Loop::read_and_handle(uint64_t id, Connection& c) {
   return flush(c);
 }
 
-bool TcpStoreServer::Loop::handle_frames(uint64_t id, Connection& c) {
-  while (!c.parked) {
-    const size_t avail = c.in.size() - c.in_pos;
-    if (avail < tcp::kRequestHeaderBytes) break;
-    const uint8_t* frame = c.in.data() + c.in_pos;
-    tcp::RequestHeader h;
-    // Checked as soon as the header is in, before any of a claimed 1 GiB
-    // payload is buffered.
-    if (tcp::decode_request(frame, &h) != nullptr) {
-      flush(c);  // best effort: the requests before it are still answered
-      return false;
+bool TcpStoreServer::Loop::feed(uint64_t id, Connection& c, const uint8_t* data,
+                                size_t n) {
+  size_t off = 0;
+  while (off < n && !c.parked && !c.closing) {
+    size_t used = 0;
+    const auto r = c.reader.feed(data + off, n - off, &used);
+    off += used;
+    switch (r) {
+      case tcp::RequestReader::Result::kNeedMore:
+        break;
+      case tcp::RequestReader::Result::kRequest:
+        handle(id, c, c.reader.take());
+        break;
+      case tcp::RequestReader::Result::kUnauthenticated:
+        counters_.denied.fetch_add(1);
+        log(str_cat("refused the connection from ", c.peer, ": no token (",
+                    c.reader.why(), ")"));
+        end_with(c, Reply::kDenied,
+                 "this store requires a token: set GANG_STORE_TOKEN, or "
+                 "?token= in the url, to the server's");
+        return true;
+      case tcp::RequestReader::Result::kRefused:
+        counters_.refused.fetch_add(1);
+        log(str_cat("refused a request from ", c.peer, ": ", c.reader.why()));
+        end_with(c, Reply::kRefused, c.reader.why());
+        return true;
+      case tcp::RequestReader::Result::kMalformed:
+        counters_.malformed.fetch_add(1);
+        log(str_cat("closed the connection from ", c.peer,
+                    ": not the store's protocol (", c.reader.why(), ")"));
+        flush(c);  // best effort: the requests before it are answered
+        return false;
     }
-    const size_t total = tcp::kRequestHeaderBytes + h.key_len + h.value_len;
-    if (avail < total) break;
-    const uint8_t* key = frame + tcp::kRequestHeaderBytes;
-    handle(id, c, h.op,
-           std::string(reinterpret_cast<const char*>(key), h.key_len),
-           key + h.key_len, h.value_len);
-    c.in_pos += total;
   }
-  if (c.in_pos == c.in.size()) {
-    if (c.in.capacity() > kKeepCapacity) {
-      Bytes().swap(c.in);
-    } else {
-      c.in.clear();
+  // Bytes past a parked or refused request are never read (see wanted()),
+  // so nothing is left over here.
+  return true;
+}
+
+bool TcpStoreServer::Loop::drop_input(Connection& c) {
+  for (size_t budget = kReadBudget; budget > 0;) {
+    const ssize_t n = ::recv(c.fd.get(), chunk_.data(), chunk_.size(), 0);
+    if (n > 0) {
+      budget -= std::min(budget, static_cast<size_t>(n));
+      continue;
     }
-    c.in_pos = 0;
-  } else if (c.in_pos > 0 && c.in_pos >= c.in.size() / 2) {
-    c.in.erase(c.in.begin(), c.in.begin() + static_cast<ptrdiff_t>(c.in_pos));
-    c.in_pos = 0;
+    if (n == 0) return false;
+    if (errno == EINTR) continue;
+    return errno == EAGAIN || errno == EWOULDBLOCK;
   }
   return true;
 }
 
-void TcpStoreServer::Loop::handle(uint64_t id, Connection& c, Op op,
-                                  std::string key, const uint8_t* value,
-                                  size_t n) {
-  switch (op) {
-    case Op::kSet:
-      data_[key] = Bytes(value, value + n);
+void TcpStoreServer::Loop::end_with(Connection& c, Reply status,
+                                    const std::string& message) {
+  const size_t n = std::min(message.size(), tcp::kMaxMessageBytes);
+  reply(c, status, reinterpret_cast<const uint8_t*>(message.data()), n);
+  c.closing = true;
+  c.closing_since = Clock::now();
+}
+
+void TcpStoreServer::Loop::handle(uint64_t id, Connection& c, tcp::Request r) {
+  std::string& key = r.key;
+  switch (r.op) {
+    case Op::kAuth:
+      if (options_.token.empty() || same_token(key, options_.token)) {
+        c.authenticated = true;
+        c.reader.require_auth(false);
+        reply(c, Reply::kOk);
+      } else {
+        counters_.denied.fetch_add(1);
+        log(str_cat("refused the connection from ", c.peer, ": wrong token"));
+        end_with(c, Reply::kDenied,
+                 "the store refused this client's token: GANG_STORE_TOKEN "
+                 "(or ?token= in the url) differs from the server's");
+      }
+      return;
+    case Op::kSet: {
+      auto value = std::make_shared<Value>();
+      value->reserved = r.reserved.split(r.value.size());
+      value->bytes = std::move(r.value);
+      const auto it = data_.find(key);
+      if (it != data_.end()) {
+        // The key's cost is paid already; what the request reserved for
+        // it goes back when r does.
+        it->second.value = std::move(value);
+      } else {
+        Entry e;
+        e.value = std::move(value);
+        e.key_cost = std::move(r.reserved);
+        data_.emplace(key, std::move(e));
+      }
       reply(c, Reply::kOk);
       wake_waiters(key);
       return;
+    }
     case Op::kGet:
     case Op::kWait: {
       const auto it = data_.find(key);
       if (it == data_.end()) {
-        park(id, c, op, std::move(key));
-      } else if (op == Op::kGet) {
-        reply(c, Reply::kOk, it->second.data(), it->second.size());
+        park(id, c, r.op, std::move(key));
+      } else if (r.op == Op::kGet) {
+        reply(c, Reply::kOk, nullptr, 0, it->second.value);
       } else {
         reply(c, Reply::kOk);
       }
       return;
     }
     case Op::kAdd: {
-      const auto delta = static_cast<int64_t>(tcp::get_u64(value));
+      const auto delta = static_cast<int64_t>(tcp::get_u64(r.value.data()));
       const auto it = data_.find(key);
+      Bytes current;
+      if (it != data_.end()) {
+        const Buffer& b = it->second.value->bytes;
+        current.assign(b.data(), b.data() + b.size());
+      }
       int64_t sum = 0;
       try {
-        sum = detail::add_decimal(
-            key, it == data_.end() ? nullptr : &it->second, delta);
+        sum = detail::add_decimal(key, it == data_.end() ? nullptr : &current,
+                                  delta);
       } catch (const Error& e) {
         const std::string message = e.what();
         reply(c, Reply::kBadAdd,
@@ -342,7 +742,33 @@ void TcpStoreServer::Loop::handle(uint64_t id, Connection& c, Op op,
               std::min(message.size(), tcp::kMaxMessageBytes));
         return;
       }
-      data_[key] = detail::decimal_bytes(sum);
+      const Bytes text = detail::decimal_bytes(sum);
+      r.reserved.reset();
+      // A new key must fit; a counter that exists only changes (its old
+      // value goes as the new one comes), so heartbeats keep working in a
+      // full store.
+      Reservation taken = it == data_.end()
+                              ? Reservation(&budget_, text.size() + key.size() +
+                                                          kEntryOverheadBytes)
+                              : Reservation::forced(&budget_, text.size());
+      if (!taken.valid()) {
+        counters_.refused.fetch_add(1);
+        end_with(c, Reply::kRefused,
+                 str_cat("the server is full: it holds ", budget_.held(),
+                         " bytes, its limit (GANG_STORE_MAX_TOTAL_BYTES)"));
+        return;
+      }
+      auto value = std::make_shared<Value>();
+      value->bytes = Buffer(text.data(), text.size());
+      value->reserved = taken.split(text.size());
+      if (it != data_.end()) {
+        it->second.value = std::move(value);
+      } else {
+        Entry e;
+        e.value = std::move(value);
+        e.key_cost = std::move(taken);
+        data_.emplace(key, std::move(e));
+      }
       uint8_t out[8];
       tcp::put_u64(out, static_cast<uint64_t>(sum));
       reply(c, Reply::kOk, out, sizeof out);
@@ -363,14 +789,22 @@ void TcpStoreServer::Loop::handle(uint64_t id, Connection& c, Op op,
 }
 
 void TcpStoreServer::Loop::reply(Connection& c, Reply status,
-                                 const uint8_t* data, size_t n) {
+                                 const uint8_t* data, size_t n,
+                                 ValuePtr value) {
   tcp::ReplyHeader h;
   h.status = status;
-  h.value_len = n;
-  uint8_t header[tcp::kReplyHeaderBytes];
-  tcp::encode_reply(h, header);
-  c.out.insert(c.out.end(), header, header + sizeof header);
-  if (n > 0) c.out.insert(c.out.end(), data, data + n);
+  h.value_len = value ? value->bytes.size() : n;
+  OutItem item;
+  item.head.resize(tcp::kReplyHeaderBytes + n);
+  tcp::encode_reply(h, item.head.data());
+  if (n > 0) std::memcpy(item.head.data() + tcp::kReplyHeaderBytes, data, n);
+  // What a reply copies counts against the total until it is sent; a value
+  // it sends is counted already, once, however many replies hold it.
+  item.head_cost = Reservation::forced(&budget_, item.head.size());
+  item.value = std::move(value);
+  if (c.queued == 0) c.last_write = Clock::now();
+  c.queued += item.size();
+  c.out.push_back(std::move(item));
 }
 
 void TcpStoreServer::Loop::park(uint64_t id, Connection& c, Op op,
@@ -386,7 +820,7 @@ void TcpStoreServer::Loop::wake_waiters(const std::string& key) {
   if (it == waiters_.end()) return;
   const std::vector<uint64_t> ids = std::move(it->second);
   waiters_.erase(it);
-  const Bytes& value = data_.at(key);
+  const ValuePtr& value = data_.at(key).value;
   for (const uint64_t id : ids) {
     const auto conn = conns_.find(id);
     if (conn == conns_.end()) continue;
@@ -395,11 +829,11 @@ void TcpStoreServer::Loop::wake_waiters(const std::string& key) {
     c.parked = false;
     c.parked_key.clear();
     if (c.parked_op == Op::kGet) {
-      reply(c, Reply::kOk, value.data(), value.size());
+      reply(c, Reply::kOk, nullptr, 0, value);
     } else {
       reply(c, Reply::kOk);
     }
-    // Handled after the current request, not inside it, so a chain of
+    // Served after the current request, not inside it, so a chain of
     // wake-ups never nests.
     ready_.push_back(id);
   }
@@ -414,7 +848,8 @@ void TcpStoreServer::Loop::drain_ready() {
       if (it == conns_.end()) continue;
       bool keep = false;
       try {
-        keep = handle_frames(id, *it->second) && flush(*it->second);
+        // Its next requests may already wait in the socket.
+        keep = read_and_handle(id, *it->second);
       } catch (const std::exception&) {
         keep = false;
       }
@@ -424,23 +859,55 @@ void TcpStoreServer::Loop::drain_ready() {
 }
 
 bool TcpStoreServer::Loop::flush(Connection& c) {
-  while (c.queued() > 0) {
-    const ssize_t n =
-        ::send(c.fd.get(), c.out.data() + c.out_pos, c.queued(), MSG_NOSIGNAL);
+  while (c.queued > 0) {
+    // Up to 32 items per call: headers and the values behind them.
+    iovec iov[64];
+    int count = 0;
+    for (const OutItem& item : c.out) {
+      if (count + 2 > 64) break;
+      size_t skip = item.sent;
+      if (skip < item.head.size()) {
+        iov[count++] = {const_cast<uint8_t*>(item.head.data()) + skip,
+                        item.head.size() - skip};
+        skip = 0;
+      } else {
+        skip -= item.head.size();
+      }
+      if (item.value && skip < item.value->bytes.size()) {
+        iov[count++] = {const_cast<uint8_t*>(item.value->bytes.data()) + skip,
+                        item.value->bytes.size() - skip};
+      }
+    }
+    msghdr msg{};
+    msg.msg_iov = iov;
+    msg.msg_iovlen = static_cast<size_t>(count);
+    const ssize_t n = ::sendmsg(c.fd.get(), &msg, MSG_NOSIGNAL);
     if (n > 0) {
-      c.out_pos += static_cast<size_t>(n);
+      c.last_write = Clock::now();
+      auto sent = static_cast<size_t>(n);
+      c.queued -= sent;
+      while (sent > 0) {
+        OutItem& front = c.out.front();
+        const size_t left = front.size() - front.sent;
+        if (sent >= left) {
+          sent -= left;
+          c.out.pop_front();
+        } else {
+          front.sent += sent;
+          sent = 0;
+        }
+      }
       continue;
     }
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return true;
     return false;
   }
-  if (c.out.capacity() > kKeepCapacity) {
-    Bytes().swap(c.out);
-  } else {
-    c.out.clear();
+  // A refused connection says no more once its reply is out.
+  if (c.closing && !c.write_shut) {
+    ::shutdown(c.fd.get(), SHUT_WR);
+    c.write_shut = true;
   }
-  c.out_pos = 0;
   return true;
 }
 
@@ -461,18 +928,27 @@ void TcpStoreServer::Loop::close(uint64_t id) {
   conns_.erase(it);
 }
 
-TcpStoreServer::TcpStoreServer(int port) {
+TcpStoreServer::TcpStoreServer(const std::string& host, int port,
+                               ServerOptions options) {
   if (port < 0 || port > 65535) {
     fail(Status::kInvalidArgument, "store server: port ", port,
          " is out of range");
   }
-  UniqueFd listener = listen_on(port, &port_);
+  if (host.empty()) {
+    fail(Status::kInvalidArgument,
+         "store server: no host to listen on (0.0.0.0 for every interface)");
+  }
+  check_token(options.token, "store server");
+  Listeners listeners = listen_on(host, port);
+  port_ = listeners.port;
+  addresses_ = listeners.addresses;
   UniqueFd wake(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
   if (!wake.valid()) {
     fail(Status::kSystem,
          "store server: cannot create an eventfd: ", errno_text(errno));
   }
-  loop_ = std::make_unique<Loop>(std::move(listener), std::move(wake));
+  loop_ = std::make_unique<Loop>(std::move(listeners), std::move(wake),
+                                 std::move(options));
   try {
     thread_ = std::thread([loop = loop_.get()] { loop->run(); });
   } catch (const std::system_error& e) {
@@ -484,5 +960,17 @@ TcpStoreServer::~TcpStoreServer() {
   loop_->stop();
   thread_.join();
 }
+
+std::string TcpStoreServer::local_address() const {
+  const std::string& first = addresses_.front();
+  if (first == "::" || first == "0.0.0.0") return "127.0.0.1";
+  return first;
+}
+
+bool TcpStoreServer::loopback_only() const {
+  return std::all_of(addresses_.begin(), addresses_.end(), is_loopback);
+}
+
+ServerStats TcpStoreServer::stats() const { return loop_->stats(); }
 
 }  // namespace gang::store

@@ -1,11 +1,24 @@
 // The TCP store server: one thread serves every connection with poll(), so
 // thousands of ranks cost descriptors, not threads.
+//
+// It defends itself (ServerOptions, from the GANG_STORE_* variables): it
+// listens only on the host it is given; with a token, a connection must
+// authenticate before anything else; keys, values, requests, the bytes held
+// in all and the number of connections are bounded; a request's bytes are
+// buffered as they arrive, never as announced; idle connections, requests
+// that stall half-way and connections that never authenticate are closed.
+// Whatever a connection does, only that connection is closed.
 #pragma once
 
+#include <atomic>
+#include <cstdint>
 #include <memory>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "base/error.h"
+#include "store/store_options.h"
 
 namespace gang::store {
 
@@ -17,12 +30,25 @@ class PortInUse : public Error {
   using Error::Error;
 };
 
+// What a server has refused or closed, counted from its start.
+struct ServerStats {
+  uint64_t accepted = 0;          // connections accepted
+  uint64_t over_connections = 0;  // refused: GANG_STORE_MAX_CONNECTIONS
+  uint64_t denied = 0;            // no token, or a wrong one
+  uint64_t refused = 0;           // a request over a limit
+  uint64_t malformed = 0;         // not the protocol
+  uint64_t timed_out = 0;         // idle, stalled, never authenticated
+};
+
 class TcpStoreServer {
  public:
-  // Listens on every interface at port (0: a free one) and starts serving.
-  // Throws kSystem when the port cannot be bound: PortInUse when another
-  // socket listens on it, plain Error otherwise (no permission, ...).
-  explicit TcpStoreServer(int port);
+  // Listens on host at port (0: a free one) and starts serving. host is an
+  // address or a name: every address it resolves to is bound; "0.0.0.0",
+  // "::" and "*" bind every interface (IPv6 and IPv4 where the machine has
+  // IPv6). Throws kSystem when the port cannot be bound: PortInUse when
+  // another socket listens on it, plain Error otherwise (no permission, an
+  // address of another machine, ...); kInvalidArgument for a bad port.
+  TcpStoreServer(const std::string& host, int port, ServerOptions options);
   // Stops the thread and closes every connection; parked clients see the
   // connection close.
   ~TcpStoreServer();
@@ -32,11 +58,23 @@ class TcpStoreServer {
 
   // The port actually bound.
   int port() const { return port_; }
+  // The addresses listened on, numeric ("127.0.0.1", "::1"; "::" or
+  // "0.0.0.0" for every interface).
+  const std::vector<std::string>& addresses() const { return addresses_; }
+  // An address a client on this machine reaches the server at: loopback
+  // for a server on every interface, else the first address bound.
+  std::string local_address() const;
+  // Whether every address bound is a loopback one (so other machines
+  // cannot reach the server).
+  bool loopback_only() const;
+
+  ServerStats stats() const;
 
  private:
   class Loop;
   std::unique_ptr<Loop> loop_;
   int port_ = 0;
+  std::vector<std::string> addresses_;
   std::thread thread_;
 };
 

@@ -1,0 +1,159 @@
+#include "store/store_options.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdint>
+#include <cstdlib>
+#include <limits>
+
+#include "base/error.h"
+#include "base/text.h"
+#include "base/unique_fd.h"
+
+namespace gang::store {
+
+namespace {
+
+// The variable's value, or nullptr when it is unset or empty.
+const char* env(const char* name) {
+  const char* v = std::getenv(name);
+  return v != nullptr && *v != '\0' ? v : nullptr;
+}
+
+// A decimal number in [lo, hi]; `unit` completes the message.
+uint64_t number(const char* name, const char* text, uint64_t lo, uint64_t hi,
+                const char* unit) {
+  uint64_t v = 0;
+  bool ok = *text != '\0';
+  for (const char* p = text; ok && *p != '\0'; ++p) {
+    if (*p < '0' || *p > '9') {
+      ok = false;
+      break;
+    }
+    const auto digit = static_cast<uint64_t>(*p - '0');
+    if (v > (std::numeric_limits<uint64_t>::max() - digit) / 10) {
+      ok = false;
+      break;
+    }
+    v = v * 10 + digit;
+  }
+  if (!ok || v < lo || v > hi) {
+    fail(Status::kInvalidArgument, name, "=\"", text, "\" is not a number of ",
+         unit, " from ", lo, " to ", hi);
+  }
+  return v;
+}
+
+size_t bytes_var(const char* name, size_t fallback, uint64_t lo, uint64_t hi) {
+  const char* v = env(name);
+  return v == nullptr ? fallback
+                      : static_cast<size_t>(number(name, v, lo, hi, "bytes"));
+}
+
+Millis ms_var(const char* name, Millis fallback) {
+  const char* v = env(name);
+  if (v == nullptr) return fallback;
+  // Up to a century, as every other timeout of gang.
+  return Millis(static_cast<int64_t>(
+      number(name, v, 1, 100ULL * 365 * 24 * 3600 * 1000, "milliseconds")));
+}
+
+bool token_char(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+         (c >= '0' && c <= '9') || c == '-' || c == '.' || c == '_' ||
+         c == '~' || c == '+' || c == '/' || c == '=';
+}
+
+}  // namespace
+
+Limits limits_from_env() {
+  Limits l;
+  l.max_key_bytes =
+      bytes_var("GANG_STORE_MAX_KEY_BYTES", l.max_key_bytes, 1, kMaxKeyBytes);
+  l.max_value_bytes = bytes_var("GANG_STORE_MAX_VALUE_BYTES", l.max_value_bytes,
+                                0, kMaxValueBytes);
+  l.max_total_bytes = bytes_var("GANG_STORE_MAX_TOTAL_BYTES", l.max_total_bytes,
+                                4096, uint64_t{1} << 62);
+  l.max_request_bytes =
+      bytes_var("GANG_STORE_MAX_REQUEST_BYTES",
+                l.max_key_bytes + l.max_value_bytes, 1, uint64_t{1} << 62);
+  l.max_connections =
+      bytes_var("GANG_STORE_MAX_CONNECTIONS", l.max_connections, 1, 1 << 20);
+  l.idle_timeout = ms_var("GANG_STORE_IDLE_TIMEOUT_MS", l.idle_timeout);
+  l.request_timeout =
+      ms_var("GANG_STORE_REQUEST_TIMEOUT_MS", l.request_timeout);
+  return l;
+}
+
+void check_token(const std::string& token, const char* where) {
+  if (token.size() > kMaxTokenBytes) {
+    fail(Status::kInvalidArgument, where, ": the store token has ",
+         token.size(), " bytes, over the limit of ", kMaxTokenBytes);
+  }
+  for (const char c : token) {
+    if (!token_char(c)) {
+      fail(Status::kInvalidArgument, where,
+           ": the store token may hold only letters, digits and -._~+/=");
+    }
+  }
+}
+
+std::string token_from_env() {
+  const char* v = env("GANG_STORE_TOKEN");
+  if (v == nullptr) return "";
+  std::string token = v;
+  check_token(token, "GANG_STORE_TOKEN");
+  return token;
+}
+
+bool same_token(const std::string& a, const std::string& b) {
+  // Every byte of the longer one is visited whatever the contents; a
+  // volatile accumulator keeps the compiler from stopping early.
+  const size_t n = a.size() > b.size() ? a.size() : b.size();
+  volatile unsigned char diff = a.size() == b.size() ? 0 : 1;
+  for (size_t i = 0; i < n; ++i) {
+    const unsigned char x = i < a.size() ? static_cast<unsigned char>(a[i]) : 0;
+    const unsigned char y = i < b.size() ? static_cast<unsigned char>(b[i]) : 0;
+    diff = diff | static_cast<unsigned char>(x ^ y);
+  }
+  return diff == 0;
+}
+
+std::string random_token() {
+  base::UniqueFd fd(::open("/dev/urandom", O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) {
+    fail(Status::kSystem, "cannot open /dev/urandom for a store token: ",
+         base::errno_text(errno));
+  }
+  unsigned char raw[16];
+  size_t got = 0;
+  while (got < sizeof raw) {
+    const ssize_t n = ::read(fd.get(), raw + got, sizeof raw - got);
+    if (n > 0) {
+      got += static_cast<size_t>(n);
+    } else if (n < 0 && errno == EINTR) {
+      continue;
+    } else {
+      fail(Status::kSystem, "cannot read /dev/urandom for a store token: ",
+           n == 0 ? "end of file" : base::errno_text(errno));
+    }
+  }
+  static const char kHex[] = "0123456789abcdef";
+  std::string token;
+  for (const unsigned char b : raw) {
+    token += kHex[b >> 4];
+    token += kHex[b & 0xf];
+  }
+  return token;
+}
+
+ServerOptions server_options_from_env() {
+  ServerOptions o;
+  o.token = token_from_env();
+  o.limits = limits_from_env();
+  return o;
+}
+
+}  // namespace gang::store

@@ -1,0 +1,96 @@
+// What a store server defends itself with, and where the numbers come from:
+// the GANG_STORE_* variables, read here and nowhere else, so that a server
+// hosted by gangrun (which cannot use src/core) and one hosted by a rank
+// apply the same limits.
+//
+//   GANG_STORE_TOKEN               the shared secret clients present first
+//   GANG_STORE_MAX_KEY_BYTES       longest key            (default 4096)
+//   GANG_STORE_MAX_VALUE_BYTES     largest value          (default 1 GiB)
+//   GANG_STORE_MAX_TOTAL_BYTES     bytes a server holds   (default 2 GiB)
+//   GANG_STORE_MAX_REQUEST_BYTES   key + value of one request
+//                                  (default: the two limits above summed)
+//   GANG_STORE_MAX_CONNECTIONS     open connections       (default 1024)
+//   GANG_STORE_IDLE_TIMEOUT_MS     an idle connection     (default 600000)
+//   GANG_STORE_REQUEST_TIMEOUT_MS  a half-sent request, a reply not read,
+//                                  a connection not yet authenticated
+//                                  (default 30000)
+//
+// The key and value limits may only be lowered: 4096 bytes and 1 GiB are
+// also the wire protocol's limits.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <functional>
+#include <string>
+
+namespace gang::store {
+
+using Millis = std::chrono::milliseconds;
+
+// The hard limits every implementation enforces, so a value accepted by one
+// store is accepted by all; the variables can lower them.
+constexpr size_t kMaxKeyBytes = 4096;
+constexpr size_t kMaxValueBytes = size_t{1} << 30;
+// A token is text of this many bytes at most: letters, digits and -._~+/=
+// (what a URL carries unescaped, and base64).
+constexpr size_t kMaxTokenBytes = 256;
+
+struct Limits {
+  size_t max_key_bytes = kMaxKeyBytes;
+  size_t max_value_bytes = kMaxValueBytes;
+  // Everything a server holds for its clients: each key and value stored
+  // (with kEntryOverheadBytes for the entry), the sizes announced by requests
+  // still arriving, and values that replies not yet sent still hold after
+  // the key was replaced or deleted.
+  size_t max_total_bytes = size_t{2} << 30;
+  size_t max_request_bytes = kMaxKeyBytes + kMaxValueBytes;
+  size_t max_connections = 1024;
+  // A connection with nothing in progress (no request half-read, no reply
+  // half-sent, no GET or WAIT parked) for this long is closed.
+  Millis idle_timeout{600000};
+  // A request half-read, or a reply half-sent, that makes no progress for
+  // this long closes its connection, and so does a connection that has not
+  // authenticated this long after it was accepted.
+  Millis request_timeout{30000};
+};
+
+// What the server charges per stored key besides its bytes: the map node,
+// the strings' headers and the allocator's rounding, so a flood of empty
+// values still counts.
+constexpr size_t kEntryOverheadBytes = 128;
+
+// Limits from the GANG_STORE_* variables above (unset or empty: the
+// default). Throws kInvalidArgument naming the variable for a value that is
+// not a number in range.
+Limits limits_from_env();
+
+// GANG_STORE_TOKEN, or "" when it is unset or empty; checked as
+// check_token does.
+std::string token_from_env();
+
+// Throws kInvalidArgument, naming `where` but never the token, unless token
+// is empty or kMaxTokenBytes of the characters above.
+void check_token(const std::string& token, const char* where);
+
+// Whether a == b, in time that depends on their lengths only, never on
+// where they first differ.
+bool same_token(const std::string& a, const std::string& b);
+
+// 32 hex digits from /dev/urandom; throws kSystem when it cannot be read.
+std::string random_token();
+
+// Everything a TCP server needs beyond host and port.
+struct ServerOptions {
+  std::string token;  // "": no authentication
+  Limits limits;
+  // Told (from the server's thread) of each connection it refuses or closes
+  // and why, at most about 10 lines a minute plus a count of the rest. The
+  // lines never contain a token. Empty: events are only counted.
+  std::function<void(const std::string&)> log;
+};
+
+// token_from_env() and limits_from_env().
+ServerOptions server_options_from_env();
+
+}  // namespace gang::store
