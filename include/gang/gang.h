@@ -144,13 +144,51 @@ typedef struct gang_work_s gang_work_t;
 
 /* ========================================================================
  * Stores
+ *
+ * A tcp:// store server defends itself, so that a port reachable from a
+ * network is not an open door:
+ *
+ *  - It listens on exactly the host of its url: tcp://127.0.0.1:P serves
+ *    this machine only, tcp://node7:P every address node7 resolves to here,
+ *    tcp://0.0.0.0:P (or tcp://[::]:P) every interface.
+ *  - With a token (GANG_STORE_TOKEN, or ?token=T in the url, which wins),
+ *    every connection must present it before anything else; a connection
+ *    that does not, or presents another, is refused and closed, and nothing
+ *    else is affected. Clients present the token of their own url or
+ *    environment. A token is at most 256 letters, digits and -._~+/=; it
+ *    never appears in messages (a url is shown with "token=***"). gangrun
+ *    makes one per job and hands it to its ranks in GANG_STORE_TOKEN.
+ *  - It enforces limits, each read from the environment when the store is
+ *    opened (unset or empty: the default):
+ *      GANG_STORE_MAX_KEY_BYTES       longest key (default and most 4096)
+ *      GANG_STORE_MAX_VALUE_BYTES     largest value (default and most 1 GiB)
+ *      GANG_STORE_MAX_TOTAL_BYTES     bytes the server holds: keys and
+ *                                     values (plus 128 bytes per key), the
+ *                                     sizes announced by sets still arriving,
+ *                                     values replies still hold (default
+ *                                     2147483648)
+ *      GANG_STORE_MAX_REQUEST_BYTES   key plus value of one request (default:
+ *                                     the key and value limits summed)
+ *      GANG_STORE_MAX_CONNECTIONS     open connections (default 1024)
+ *      GANG_STORE_IDLE_TIMEOUT_MS     an idle connection is closed after it
+ *                                     (default 600000; clients reconnect)
+ *      GANG_STORE_REQUEST_TIMEOUT_MS  a request half-sent, a reply not read,
+ *                                     or a connection that has not presented
+ *                                     the token, this long: closed (default
+ *                                     30000)
+ *    A request over a limit is answered with a message saying which and its
+ *    connection is closed: the caller gets GANG_ERR_STORE with that message.
+ *    A full store still serves gets, waits, deletes and adds to existing
+ *    counters. Bytes of a request are held only as they arrive. A malformed
+ *    value of a variable is GANG_ERR_INVALID_ARGUMENT naming it.
  * ======================================================================== */
 
 /** Opens a rendezvous store.
  *
- *  url: "tcp://host:port" (is_server nonzero: serve on that port from a
- *  thread of this process, port 0 picks a free one, see gang_store_port;
- *  is_server 0: a client), "torch://host:port" (a client of PyTorch's
+ *  url: "tcp://host:port[?token=T]" (is_server nonzero: serve on host:port
+ *  from a thread of this process, port 0 picks a free one, see
+ *  gang_store_port; is_server 0: a client; see above for the host, the
+ *  token and the limits), "torch://host:port" (a client of PyTorch's
  *  TCPStore, such as the one torchrun's agent serves, protocol of PyTorch
  *  1.x to 2.1; keys are stored as "/gang/<key>", which PyTorch programs see
  *  as "gang/<key>"; is_server must be 0), "redis://host:port[/prefix]" (keys
@@ -163,9 +201,11 @@ typedef struct gang_work_s gang_work_t;
  *  A server also acts as a client of itself, so every call below works on it.
  *  The handle is thread-safe.
  *
- *  Returns GANG_ERR_INVALID_ARGUMENT (bad url or out), GANG_ERR_SYSTEM (the
- *  port is in use, the directory cannot be made), GANG_ERR_STORE (the server
- *  cannot be reached before the timeout). */
+ *  Returns GANG_ERR_INVALID_ARGUMENT (bad url, token or out, a malformed
+ *  GANG_STORE_* variable), GANG_ERR_SYSTEM (the port is in use, the host is
+ *  not an address of this machine, the directory cannot be made),
+ *  GANG_ERR_STORE (the server cannot be reached before the timeout, or
+ *  refuses this client's token or lack of one). */
 GANG_API gang_status_t gang_store_create(const char* url, int is_server,
                                          int64_t timeout_ms,
                                          gang_store_t** out);
@@ -178,8 +218,14 @@ GANG_API gang_status_t gang_store_destroy(gang_store_t* store);
 GANG_API int gang_store_port(const gang_store_t* store);
 
 /** Sets key to the n bytes at value (value may be NULL when n is 0),
- *  replacing any earlier value. Keys are non-empty, at most 4096 bytes, and
- *  values at most 1 GiB. */
+ *  replacing any earlier value. Keys are non-empty, at most 4096 bytes
+ *  (GANG_STORE_MAX_KEY_BYTES), and values at most 1 GiB
+ *  (GANG_STORE_MAX_VALUE_BYTES).
+ *
+ *  n is checked against the value limit before any byte of value is read:
+ *  a larger n (SIZE_MAX included) is GANG_ERR_INVALID_ARGUMENT naming n.
+ *  GANG_ERR_STORE when a tcp:// server refuses the set (over its limits,
+ *  the store full), with the server's reason. */
 GANG_API gang_status_t gang_store_set(gang_store_t* store, const char* key,
                                       const void* value, size_t n);
 
