@@ -143,6 +143,16 @@ Outcome launch(const Options& o) {
   Outcome outcome;
   outcome.exit_code = supervisor.run(specs);
   outcome.signal = supervisor.stop_signal();
+  if (server && o.verbose) {
+    const store::ServerStats st = server->stats();
+    say("the store accepted " + std::to_string(st.accepted) +
+        " connections and refused or closed " + std::to_string(st.denied) +
+        " without the token, " + std::to_string(st.refused) +
+        " over a limit, " + std::to_string(st.over_connections) +
+        " past the connection limit, " + std::to_string(st.malformed) +
+        " not speaking its protocol, " + std::to_string(st.timed_out) +
+        " silent too long");
+  }
   return outcome;
 }
 

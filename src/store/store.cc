@@ -105,6 +105,7 @@ ServerOptions server_options(const TcpUrl& t) {
   ServerOptions o;
   o.token = token_of(t);
   o.limits = limits_from_env();
+  o.log = server_log();
   return o;
 }
 

@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <cstdlib>
 #include <limits>
+#include <mutex>
+#include <utility>
 
 #include "base/error.h"
 #include "base/text.h"
@@ -149,10 +151,29 @@ std::string random_token() {
   return token;
 }
 
+namespace {
+std::mutex log_mu;
+std::function<void(const std::string&)>& log_slot() {
+  static std::function<void(const std::string&)> log;
+  return log;
+}
+}  // namespace
+
+void set_server_log(std::function<void(const std::string&)> log) {
+  std::lock_guard<std::mutex> lock(log_mu);
+  log_slot() = std::move(log);
+}
+
+std::function<void(const std::string&)> server_log() {
+  std::lock_guard<std::mutex> lock(log_mu);
+  return log_slot();
+}
+
 ServerOptions server_options_from_env() {
   ServerOptions o;
   o.token = token_from_env();
   o.limits = limits_from_env();
+  o.log = server_log();
   return o;
 }
 

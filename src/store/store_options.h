@@ -90,7 +90,13 @@ struct ServerOptions {
   std::function<void(const std::string&)> log;
 };
 
-// token_from_env() and limits_from_env().
+// token_from_env(), limits_from_env(), and the log set below.
 ServerOptions server_options_from_env();
+
+// The log of the servers store::open and serve_or_join start from now on
+// (a library's own servers, which no caller configures): where the layer
+// above sends its warnings. Thread-safe; empty (the default) counts only.
+void set_server_log(std::function<void(const std::string&)> log);
+std::function<void(const std::string&)> server_log();
 
 }  // namespace gang::store
