@@ -320,8 +320,17 @@ static inline void gang_options_init(gang_options_t* options) {
  *  exports GANG_INIT_METHOD), rank 0 is a client too, and a server there that
  *  is not a gang store is GANG_ERR_STORE naming the address and the
  *  variables it came from. A size-1 gang needs no rendezvous. Keys live under
- *  gang/<name>/<generation>/, the generation agreed through gang_store_add,
- *  so a reused store never serves stale keys.
+ *  gang/<name>/<generation>/. Every attempt of rank 0 opens a new generation
+ *  (gang/<name>/generations counts them, gang/<name>/open names the newest);
+ *  the other ranks say hello to the open generation with their size and a
+ *  nonce of their attempt, and go ahead only once rank 0's go for that
+ *  generation lists their nonce. So a reused store never serves stale keys,
+ *  and a failed or abandoned gang_create never poisons the store: an
+ *  immediate retry with the same store and name works, and so does a
+ *  different size under that name (ranks that disagree on the size get
+ *  GANG_ERR_MISMATCH naming both). Every rank that joins adds 1 to
+ *  gang/<name>/joined. The whole creation -- rendezvous, connections, the
+ *  closing barrier -- ends within options->timeout_ms.
  *
  *  The network interface is GANG_SOCKET_IFNAME if set, else the one that
  *  reaches the store's host (loopback only if that host is loopback).
@@ -334,7 +343,8 @@ static inline void gang_options_init(gang_options_t* options) {
  *  Returns GANG_ERR_INVALID_ARGUMENT (bad option, naming it),
  *  GANG_ERR_UNSUPPORTED (unknown trailing option bytes), GANG_ERR_UNAVAILABLE
  *  (backend not built or device missing), GANG_ERR_STORE, GANG_ERR_TIMEOUT
- *  (a rank did not join in time), GANG_ERR_SYSTEM. */
+ *  (a rank did not join in time), GANG_ERR_MISMATCH (ranks passed different
+ *  sizes), GANG_ERR_SYSTEM. */
 GANG_API gang_status_t gang_create(const gang_options_t* options,
                                    gang_t** out);
 
@@ -441,8 +451,21 @@ GANG_API gang_status_t gang_create_subgang(gang_t* parent, const int* ranks,
  *
  * Errors found before issue (GANG_ERR_INVALID_ARGUMENT, _UNSUPPORTED,
  * _UNAVAILABLE) leave the gang usable. Any error after issue (timeout, lost
- * peer, abort, I/O) fails the gang: every later operation returns
+ * peer, mismatch, abort, I/O) fails the gang: every later operation returns
  * GANG_ERR_ABORTED at once with a message quoting the first error.
+ *
+ * Mismatches are always caught on CPU gangs: before any payload moves,
+ * every rank tells each rank it will exchange data with what it called
+ * (operation, dtype, op, root, counts; what it sends and expects). Ranks
+ * that passed different sizes, dtypes or operations get
+ * GANG_ERR_MISMATCH naming both calls (or GANG_ERR_PEER_LOST /
+ * GANG_ERR_TIMEOUT when the other side failed first or never came), within
+ * the timeout: never a crash, and never GANG_OK with partial data. A send
+ * whose size differs from its receive is GANG_ERR_MISMATCH at the
+ * receiver; the sender gets GANG_ERR_PEER_LOST, or GANG_OK when its bytes
+ * all left. Debug checks (options.debug, GANG_DEBUG=detail) add a
+ * comparison of every rank's full call, count arrays included, before
+ * each collective.
  * ======================================================================== */
 
 /** recv = op over every rank's send, `count` elements. In place when
