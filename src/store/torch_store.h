@@ -3,46 +3,45 @@
 // port is taken, so gang rendezvouses through the agent's store instead of
 // serving its own ("torch://host:port").
 //
-// The wire protocol is the one PyTorch 1.x up to 2.1 speaks (Debian 12 ships
-// 1.13). A request is a query-type byte followed by its arguments; integers
-// are in the host's byte order, which is little-endian on every platform
-// PyTorch supports, and gang writes them little-endian explicitly. A string
-// is a u64 length and its bytes.
+// It speaks both generations of TCPStore's wire protocol (see
+// torch_protocol.h): PyTorch 2.2 and later, with its validation handshake
+// and its classic or libuv server, and PyTorch 1.x to 2.1. Opening the store
+// asks the current generation first, in a way a legacy server refuses at
+// once and harmlessly, then the legacy one; the generation that answers is
+// used for every later connection. A server that answers neither is a kStore
+// error naming the versions tried.
 //
-//   type  query        arguments                   reply
-//      0  SET          key, value                  (none)
-//      2  GET          key                         value (u64 length, bytes)
-//      3  ADD          key, i64 delta              i64 sum
-//      4  CHECK        u64 n, n keys               u8: 0 all exist, 1 not
-//      5  WAIT         u64 n, n keys               u8 0 once all exist
-//      8  DELETE_KEY   key                         i64 number deleted
-//
-// The server closes a connection on anything it does not expect (an unknown
-// type byte, GET of a missing key, ADD on a value that is not an integer),
-// so GET is always preceded by WAIT on the same connection, and a closed
-// connection is reported as a store error. There is no handshake in these
-// versions: opening the store sends a CHECK and requires a one-byte 0 or 1
-// back, which a gang store server, Redis or an HTTP server never sends.
+// GET of a missing key makes a legacy server drop the connection and a libuv
+// server answer an empty value, so GET is always preceded by WAIT on the same
+// connection. A wait that times out cancels itself on a current server
+// (CANCEL_WAIT) and keeps its connection; on a legacy server, or when the
+// cancel is not answered promptly, the connection is dropped: a reply
+// arriving later on it must not answer another request. Either way the store
+// goes on working.
 //
 // Every key K is stored as "/gang/K": PyTorch's own clients add "/" in front
 // of their keys, so gang's keys sit in a namespace of their own beside
-// torch.distributed's, and a PyTorch program sees them as "gang/K".
+// torch.distributed's, and a PyTorch program sees them as "gang/K". Values
+// sent to a current server are limited to 8 MiB, the libuv server's limit.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
+#include <mutex>
 #include <string>
 #include <vector>
 
 #include "store/socket_io.h"
 #include "store/store.h"
+#include "store/torch_protocol.h"
 
 namespace gang::store {
 
 class TorchStore : public Store {
  public:
   // Connects, retrying until the timeout since the agent may start later,
-  // and checks that a TCPStore answers; throws kStore naming the url when
-  // none does.
+  // and finds which protocol the server speaks; throws kStore naming the url
+  // and the versions tried when no TCPStore answers.
   TorchStore(std::string host, int port, Millis timeout);
 
   void set(const std::string& key, const Bytes& value) override;
@@ -58,15 +57,29 @@ class TorchStore : public Store {
   std::string host() const override { return host_; }
   int port() const override { return port_; }
 
+  // The protocol generation the server answered in.
+  torch_wire::Generation generation() const { return generation_; }
+
   static constexpr const char* kKeyPrefix = "/gang/";
 
  private:
   class Exchange;
   std::string url() const;
+  uint8_t type(torch_wire::Query q) const {
+    return torch_wire::query_type(generation_, q);
+  }
+  // Sends WAIT for one wire key on x and reads its reply.
+  void wait_one(Exchange& x, const std::string& wire_key);
+  // DELETE_KEY's type byte, found out the first time on a legacy server.
+  uint8_t delete_type(const std::string& key, const base::Deadline& deadline);
 
   std::string host_;
   int port_;
   net::ConnectionPool pool_;
+  torch_wire::Generation generation_ = torch_wire::Generation::kCurrent;
+  // Legacy DELETE_KEY: 0 until known.
+  std::atomic<uint8_t> legacy_delete_{0};
+  std::mutex legacy_delete_mu_;
 };
 
 }  // namespace gang::store
