@@ -147,6 +147,8 @@ void master_from_init_method(const char* url, Launch* l) {
   std::string rest = url;
   if (rest.rfind("tcp://", 0) != 0) return;
   rest = rest.substr(6);
+  // "?token=..." and other parameters are not part of the address.
+  rest = rest.substr(0, rest.find('?'));
   std::string host;
   std::string port;
   if (!rest.empty() && rest[0] == '[') {

@@ -23,6 +23,8 @@ struct Plan {
   std::string origin;
   // Rank 0 of a tcp:// rendezvous: serve the port unless it is taken.
   bool serve = false;
+  // What rank 0's server binds when not the url's host.
+  std::string bind_host;
 };
 
 bool is_tcp(const std::string& url) { return url.rfind("tcp://", 0) == 0; }
@@ -66,7 +68,12 @@ Plan plan_from_launch(const env::Launch& l, int rank, int size) {
         str_cat(l.master_vars, ", where torchrun's agent serves its TCPStore");
     return p;
   }
+  // Rank 0 serves every interface, as it always did: a launcher's master
+  // is often a host name that resolves to a loopback address on the master
+  // itself (Debian's /etc/hosts), which other nodes could not reach. The
+  // others connect to the master's address. GANG_STORE_TOKEN secures it.
   p.url = "tcp://" + where;
+  p.bind_host = "0.0.0.0";
   p.origin = str_cat(l.master_vars, " under ", l.source);
   p.serve = rank == 0;
   return p;
@@ -98,9 +105,9 @@ std::shared_ptr<store::Store> open_rendezvous(const std::string& init_method,
   try {
     if (!p.serve) return store::open(p.url, false, timeout);
     bool served = false;
-    auto store = store::serve_or_join(p.url, timeout, &served);
+    auto store = store::serve_or_join(p.url, timeout, &served, p.bind_host);
     if (!served) {
-      GANG_LOG(kInfo, "rendezvous: ", p.url, " (from ", p.origin,
+      GANG_LOG(kInfo, "rendezvous: ", store::redact_url(p.url), " (from ", p.origin,
                ") is already served; rank 0 joins it as a client");
     }
     return store;
@@ -109,7 +116,8 @@ std::shared_ptr<store::Store> open_rendezvous(const std::string& init_method,
     // promised, whatever the socket did: kStore, not kTimeout.
     const Status s =
         e.status() == Status::kTimeout ? Status::kStore : e.status();
-    fail(s, "gang_create: rendezvous through ", p.url, " (from ", p.origin,
+    fail(s, "gang_create: rendezvous through ", store::redact_url(p.url),
+         " (from ", p.origin,
          ") failed: ", e.what());
   }
 }

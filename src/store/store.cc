@@ -205,7 +205,8 @@ std::shared_ptr<Store> open(const std::string& url, bool is_server,
 }
 
 std::shared_ptr<Store> serve_or_join(const std::string& url, Millis timeout,
-                                     bool* served) {
+                                     bool* served,
+                                     const std::string& bind_host) {
   if (timeout <= Millis(0)) {
     fail(Status::kInvalidArgument, "store: the timeout for \"", url,
          "\" must be positive, not ", timeout.count(), " ms");
@@ -216,8 +217,8 @@ std::shared_ptr<Store> serve_or_join(const std::string& url, Millis timeout,
   const std::string token = options.token;
   std::unique_ptr<TcpStoreServer> server;
   try {
-    server =
-        std::make_unique<TcpStoreServer>(t.host, t.port, std::move(options));
+    server = std::make_unique<TcpStoreServer>(
+        bind_host.empty() ? t.host : bind_host, t.port, std::move(options));
   } catch (const PortInUse&) {
     // Someone serves the port already: a launcher that hosts the store
     // (gangrun), or an earlier gang_store_create in this job. The client's

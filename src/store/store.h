@@ -94,8 +94,11 @@ std::shared_ptr<Store> open(const std::string& url, bool is_server,
 // listens on it (a launcher such as gangrun hosting the store), in which case
 // it connects to that server as a client, whose PING checks it is a gang
 // store (kStore or kTimeout if not). *served (may be null) tells which.
+// bind_host, when not empty, is what the server binds instead of the url's
+// host ("0.0.0.0": every interface); clients still talk to the url's host.
 std::shared_ptr<Store> serve_or_join(const std::string& url, Millis timeout,
-                                     bool* served);
+                                     bool* served,
+                                     const std::string& bind_host = "");
 
 // What a tcp:// client throws (a kStore error) when the server refuses its
 // token, or its lack of one: retrying will not help.
