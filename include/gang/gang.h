@@ -363,7 +363,22 @@ GANG_API gang_status_t gang_create_fake(int rank, int size, gang_t** out);
 /** Destroys a gang. Local and bounded: waits at most the gang's timeout for
  *  this rank's in-flight operations, aborts the rest, then frees. Work handles
  *  stay valid, report their final status (or GANG_ERR_ABORTED) and must still
- *  be destroyed. Gangs split from this one stay valid. NULL is a no-op. */
+ *  be destroyed. Gangs split from this one stay valid. NULL is a no-op.
+ *
+ *  Thread-safe, also against calls with the same gang on other threads. The
+ *  handle dies as gang_destroy begins: a call that starts afterwards, on any
+ *  thread, and a second gang_destroy return GANG_ERR_INVALID_ARGUMENT (queries
+ *  their "no gang" value), and never reach another gang. A call already
+ *  running on another thread is waited for as an in-flight operation: it
+ *  completes, or fails (GANG_ERR_ABORTED once that wait ends, or
+ *  GANG_ERR_TIMEOUT if its own deadline comes first); the memory goes when
+ *  the last such call has returned. Strings a query returned for the gang
+ *  (gang_name) are valid until it is destroyed.
+ *
+ *  The same holds for every handle: a destroyed handle, or a value gang never
+ *  made, is GANG_ERR_INVALID_ARGUMENT naming the function, without any memory
+ *  being read through it. (Handle values are recycled, but one names a new
+ *  object only after hundreds of thousands of later creations.) */
 GANG_API gang_status_t gang_destroy(gang_t* gang);
 
 /** Aborts a gang. Thread-safe and prompt: in-flight and later operations on

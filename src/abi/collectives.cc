@@ -2,9 +2,9 @@
 #include "abi/shim.h"
 
 using gang::Status;
-using gang::abi::gang_of;
 using gang::abi::issue;
 using gang::abi::out_arg;
+using gang::abi::pin_gang;
 using gang::abi::to_dtype;
 using gang::abi::to_op;
 using gang::core::CollectiveArgs;
@@ -200,7 +200,7 @@ GANG_API gang_status_t gang_recv(gang_t* g, void* buf, size_t count,
 
 GANG_API gang_status_t gang_group_start(gang_t* g) {
   GANG_ABI_TRY
-  gang_of(g, "gang_group_start").group_start();
+  pin_gang(g, "gang_group_start")->group_start();
   return GANG_OK;
   GANG_ABI_CATCH
 }
@@ -208,7 +208,8 @@ GANG_API gang_status_t gang_group_start(gang_t* g) {
 GANG_API gang_status_t gang_group_end(gang_t* g, gang_work_t** work) {
   GANG_ABI_TRY
   if (work) *work = nullptr;
-  auto w = gang_of(g, "gang_group_end").group_end(work != nullptr);
+  const auto impl = pin_gang(g, "gang_group_end");
+  auto w = impl->group_end(work != nullptr);
   if (!w) return GANG_OK;
   if (work) {
     *work = gang::abi::wrap_work(std::move(w));
@@ -225,12 +226,12 @@ GANG_API gang_status_t gang_broadcast_bytes(gang_t* g, const void* data,
                                             size_t* out_len) {
   GANG_ABI_TRY
   static const char* const api = "gang_broadcast_bytes";
-  auto& impl = gang_of(g, api);
+  const auto impl = pin_gang(g, api);
   out_arg(out, api, "out");
   out_arg(out_len, api, "out_len");
   *out = nullptr;
   *out_len = 0;
-  const auto bytes = impl.broadcast_bytes(data, len, root);
+  const auto bytes = impl->broadcast_bytes(data, len, root);
   *out = bytes.data;
   *out_len = bytes.size;
   return GANG_OK;
@@ -242,10 +243,10 @@ GANG_API gang_status_t gang_all_gather_bytes(gang_t* g, const void* data,
                                              size_t* lens, size_t nlens) {
   GANG_ABI_TRY
   static const char* const api = "gang_all_gather_bytes";
-  auto& impl = gang_of(g, api);
+  const auto impl = pin_gang(g, api);
   out_arg(out, api, "out");
   *out = nullptr;
-  *out = impl.all_gather_bytes(data, len, lens, nlens).data;
+  *out = impl->all_gather_bytes(data, len, lens, nlens).data;
   return GANG_OK;
   GANG_ABI_CATCH
 }
@@ -253,7 +254,7 @@ GANG_API gang_status_t gang_all_gather_bytes(gang_t* g, const void* data,
 GANG_API gang_status_t gang_send_bytes(gang_t* g, const void* data, size_t len,
                                        int peer, int tag) {
   GANG_ABI_TRY
-  gang_of(g, "gang_send_bytes").send_bytes(data, len, peer, tag);
+  pin_gang(g, "gang_send_bytes")->send_bytes(data, len, peer, tag);
   return GANG_OK;
   GANG_ABI_CATCH
 }
@@ -262,12 +263,12 @@ GANG_API gang_status_t gang_recv_bytes(gang_t* g, int peer, int tag, void** out,
                                        size_t* out_len) {
   GANG_ABI_TRY
   static const char* const api = "gang_recv_bytes";
-  auto& impl = gang_of(g, api);
+  const auto impl = pin_gang(g, api);
   out_arg(out, api, "out");
   out_arg(out_len, api, "out_len");
   *out = nullptr;
   *out_len = 0;
-  const auto bytes = impl.recv_bytes(peer, tag);
+  const auto bytes = impl->recv_bytes(peer, tag);
   *out = bytes.data;
   *out_len = bytes.size;
   return GANG_OK;
@@ -278,9 +279,9 @@ GANG_API gang_status_t gang_broadcast_flag(gang_t* g, int flag, int root,
                                            int* out) {
   GANG_ABI_TRY
   static const char* const api = "gang_broadcast_flag";
-  auto& impl = gang_of(g, api);
+  const auto impl = pin_gang(g, api);
   int* dst = out_arg(out, api, "out");  // checked before any traffic
-  *dst = impl.broadcast_flag(flag, root);
+  *dst = impl->broadcast_flag(flag, root);
   return GANG_OK;
   GANG_ABI_CATCH
 }
@@ -288,9 +289,9 @@ GANG_API gang_status_t gang_broadcast_flag(gang_t* g, int flag, int root,
 GANG_API gang_status_t gang_all_sum(gang_t* g, double value, double* out) {
   GANG_ABI_TRY
   static const char* const api = "gang_all_sum";
-  auto& impl = gang_of(g, api);
+  const auto impl = pin_gang(g, api);
   double* dst = out_arg(out, api, "out");  // checked before any traffic
-  *dst = impl.all_sum(value);
+  *dst = impl->all_sum(value);
   return GANG_OK;
   GANG_ABI_CATCH
 }

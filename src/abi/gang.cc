@@ -4,9 +4,8 @@
 #include "abi/shim.h"
 
 using gang::Status;
-using gang::abi::gang_of;
-using gang::abi::gang_ptr_of;
 using gang::abi::out_arg;
+using gang::abi::pin_gang;
 using gang::abi::wrap_gang;
 
 namespace {
@@ -82,10 +81,7 @@ GANG_API gang_status_t gang_create(const gang_options_t* options,
   g.rank = o.rank;
   g.size = o.size;
   g.init_method = o.init_method ? o.init_method : "";
-  if (o.store) {
-    gang::abi::store_of(o.store, api);  // checks the handle
-    g.store = o.store->impl;
-  }
+  if (o.store) g.store = gang::abi::pin_store(o.store, api);
   g.timeout_ms = o.timeout_ms;
   g.name = o.name ? o.name : "";
   g.debug = o.debug;
@@ -106,10 +102,11 @@ GANG_API gang_status_t gang_create_fake(int rank, int size, gang_t** out) {
 GANG_API gang_status_t gang_destroy(gang_t* g) {
   GANG_ABI_TRY
   if (g == nullptr) return GANG_OK;
-  auto impl = gang_ptr_of(g, "gang_destroy");
-  g->magic = 0;
-  std::unique_ptr<gang_s> owned(g);
-  owned->impl.reset();
+  // The handle dies first, so calls that start from now on are refused.
+  // Calls already running hold their own reference: shutdown waits for
+  // them (at most the timeout) and aborts the rest, and the last of them
+  // to return frees the gang.
+  const auto impl = gang::abi::gang_table().remove(g, "gang_destroy");
   impl->shutdown();
   return GANG_OK;
   GANG_ABI_CATCH
@@ -117,14 +114,14 @@ GANG_API gang_status_t gang_destroy(gang_t* g) {
 
 GANG_API gang_status_t gang_abort(gang_t* g) {
   GANG_ABI_TRY
-  gang_of(g, "gang_abort").abort();
+  pin_gang(g, "gang_abort")->abort();
   return GANG_OK;
   GANG_ABI_CATCH
 }
 
 GANG_API int gang_rank(const gang_t* g) {
   try {
-    return gang_of(g, "gang_rank").rank();
+    return pin_gang(g, "gang_rank")->rank();
   } catch (...) {
     return -1;
   }
@@ -132,7 +129,7 @@ GANG_API int gang_rank(const gang_t* g) {
 
 GANG_API int gang_size(const gang_t* g) {
   try {
-    return gang_of(g, "gang_size").size();
+    return pin_gang(g, "gang_size")->size();
   } catch (...) {
     return -1;
   }
@@ -140,7 +137,7 @@ GANG_API int gang_size(const gang_t* g) {
 
 GANG_API const char* gang_backend_name(const gang_t* g) {
   try {
-    return gang_of(g, "gang_backend_name").backend_name();
+    return pin_gang(g, "gang_backend_name")->backend_name();
   } catch (...) {
     return "";
   }
@@ -148,7 +145,7 @@ GANG_API const char* gang_backend_name(const gang_t* g) {
 
 GANG_API gang_device_type_t gang_device_type(const gang_t* g) {
   try {
-    return gang_of(g, "gang_device_type").device_type() ==
+    return pin_gang(g, "gang_device_type")->device_type() ==
                    gang::core::DeviceType::kCuda
                ? GANG_DEVICE_CUDA
                : GANG_DEVICE_CPU;
@@ -159,7 +156,7 @@ GANG_API gang_device_type_t gang_device_type(const gang_t* g) {
 
 GANG_API int gang_device_index(const gang_t* g) {
   try {
-    return gang_of(g, "gang_device_index").device_index();
+    return pin_gang(g, "gang_device_index")->device_index();
   } catch (...) {
     return -1;
   }
@@ -167,7 +164,7 @@ GANG_API int gang_device_index(const gang_t* g) {
 
 GANG_API const char* gang_name(const gang_t* g) {
   try {
-    return gang_of(g, "gang_name").name().c_str();
+    return pin_gang(g, "gang_name")->name().c_str();
   } catch (...) {
     return "";
   }
@@ -175,7 +172,7 @@ GANG_API const char* gang_name(const gang_t* g) {
 
 GANG_API int gang_root_rank(const gang_t* g, int rank) {
   try {
-    return gang_of(g, "gang_root_rank").root_rank(rank);
+    return pin_gang(g, "gang_root_rank")->root_rank(rank);
   } catch (...) {
     return -1;
   }
@@ -183,26 +180,26 @@ GANG_API int gang_root_rank(const gang_t* g, int rank) {
 
 GANG_API gang_status_t gang_set_timeout(gang_t* g, int64_t timeout_ms) {
   GANG_ABI_TRY
-  auto& impl = gang_of(g, "gang_set_timeout");
+  const auto impl = pin_gang(g, "gang_set_timeout");
   if (timeout_ms <= 0) {
     gang::fail(Status::kInvalidArgument, "gang_set_timeout: timeout_ms ",
                timeout_ms, " must be positive");
   }
-  impl.set_timeout(std::chrono::milliseconds(timeout_ms));
+  impl->set_timeout(std::chrono::milliseconds(timeout_ms));
   return GANG_OK;
   GANG_ABI_CATCH
 }
 
 GANG_API gang_status_t gang_set_cuda_stream(gang_t* g, void* stream) {
   GANG_ABI_TRY
-  gang_of(g, "gang_set_cuda_stream").set_stream(stream);
+  pin_gang(g, "gang_set_cuda_stream")->set_stream(stream);
   return GANG_OK;
   GANG_ABI_CATCH
 }
 
 GANG_API int64_t gang_get_timeout(const gang_t* g) {
   try {
-    return gang_of(g, "gang_get_timeout").timeout().count();
+    return pin_gang(g, "gang_get_timeout")->timeout().count();
   } catch (...) {
     return -1;
   }
@@ -211,18 +208,18 @@ GANG_API int64_t gang_get_timeout(const gang_t* g) {
 GANG_API gang_status_t gang_get_async_error(const gang_t* g,
                                             gang_status_t* out) {
   GANG_ABI_TRY
-  auto& impl = gang_of(g, "gang_get_async_error");
+  const auto impl = pin_gang(g, "gang_get_async_error");
   *out_arg(out, "gang_get_async_error", "out") =
-      gang::abi::to_public(impl.async_error());
+      gang::abi::to_public(impl->async_error());
   return GANG_OK;
   GANG_ABI_CATCH
 }
 
 GANG_API int gang_supports(const gang_t* g, gang_op_t op, gang_dtype_t dtype) {
   try {
-    return gang_of(g, "gang_supports")
-                   .supports(gang::abi::to_op(op, "gang_supports"),
-                             gang::abi::to_dtype(dtype, "gang_supports"))
+    return pin_gang(g, "gang_supports")
+                   ->supports(gang::abi::to_op(op, "gang_supports"),
+                              gang::abi::to_dtype(dtype, "gang_supports"))
                ? 1
                : 0;
   } catch (...) {
@@ -236,8 +233,8 @@ GANG_API gang_status_t gang_split(gang_t* parent, int color, int key,
   static const char* const api = "gang_split";
   out_arg(out, api, "out");
   *out = nullptr;
-  auto& impl = gang_of(parent, api);
-  *out = wrap_gang(impl.split(color, key));
+  const auto impl = pin_gang(parent, api);
+  *out = wrap_gang(impl->split(color, key));
   return GANG_OK;
   GANG_ABI_CATCH
 }
@@ -248,11 +245,11 @@ GANG_API gang_status_t gang_create_subgang(gang_t* parent, const int* ranks,
   static const char* const api = "gang_create_subgang";
   out_arg(out, api, "out");
   *out = nullptr;
-  auto& impl = gang_of(parent, api);
+  const auto impl = pin_gang(parent, api);
   if (n < 1)
     gang::fail(Status::kInvalidArgument, api, ": n ", n, " must be at least 1");
   out_arg(ranks, api, "ranks");
-  *out = wrap_gang(impl.create_subgang(std::vector<int>(ranks, ranks + n)));
+  *out = wrap_gang(impl->create_subgang(std::vector<int>(ranks, ranks + n)));
   return GANG_OK;
   GANG_ABI_CATCH
 }

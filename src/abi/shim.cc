@@ -63,38 +63,6 @@ gang_status_t handle_exception() noexcept {
   }
 }
 
-const std::shared_ptr<core::Gang>& gang_ptr_of(const gang_t* g,
-                                               const char* api) {
-  if (g == nullptr) fail(Status::kInvalidArgument, api, ": gang is NULL");
-  if (g->magic != kGangMagic || !g->impl) {
-    fail(Status::kInvalidArgument, api,
-         ": gang is not a live gang handle (destroyed already?)");
-  }
-  return g->impl;
-}
-
-core::Gang& gang_of(const gang_t* g, const char* api) {
-  return *gang_ptr_of(g, api);
-}
-
-store::Store& store_of(const gang_store_t* s, const char* api) {
-  if (s == nullptr) fail(Status::kInvalidArgument, api, ": store is NULL");
-  if (s->magic != kStoreMagic || !s->impl) {
-    fail(Status::kInvalidArgument, api,
-         ": store is not a live store handle (destroyed already?)");
-  }
-  return *s->impl;
-}
-
-core::Work& work_of(const gang_work_t* w, const char* api) {
-  if (w == nullptr) fail(Status::kInvalidArgument, api, ": work is NULL");
-  if (w->magic != kWorkMagic || !w->impl) {
-    fail(Status::kInvalidArgument, api,
-         ": work is not a live work handle (destroyed already?)");
-  }
-  return *w->impl;
-}
-
 core::DType to_dtype(gang_dtype_t dtype, const char* api) {
   switch (dtype) {
     case GANG_INT8:
@@ -144,18 +112,12 @@ core::ReduceOp to_op(gang_op_t op, const char* api) {
 }
 
 gang_work_t* wrap_work(std::shared_ptr<core::Work> work) {
-  auto handle = std::make_unique<gang_work_s>();
-  handle->magic = kWorkMagic;
-  handle->impl = std::move(work);
-  return handle.release();
+  return work_table().insert(std::move(work));
 }
 
 gang_t* wrap_gang(std::shared_ptr<core::Gang> impl) {
   if (!impl) return nullptr;
-  auto handle = std::make_unique<gang_s>();
-  handle->impl = std::move(impl);
-  handle->magic = kGangMagic;
-  return handle.release();
+  return gang_table().insert(std::move(impl));
 }
 
 void read_sized(void* dst, size_t dst_size, const void* src, size_t src_size,
@@ -178,9 +140,11 @@ void read_sized(void* dst, size_t dst_size, const void* src, size_t src_size,
 
 gang_status_t issue(gang_t* g, core::CollectiveArgs args, gang_work_t** work,
                     const char* api) {
-  core::Gang& gang = gang_of(g, api);
+  // Held until the operation ends: a gang_destroy meanwhile aborts it
+  // rather than freeing the gang under it.
+  const auto impl = pin_gang(g, api);
   if (work != nullptr) *work = nullptr;
-  auto w = gang.issue(std::move(args), work != nullptr);
+  auto w = impl->issue(std::move(args), work != nullptr);
   if (!w) return GANG_OK;  // recorded in an open group
   if (work != nullptr) {
     *work = wrap_work(std::move(w));

@@ -1,4 +1,4 @@
-// What every extern "C" body shares: the handles behind the opaque types,
+// What every extern "C" body shares: the tables behind the opaque handles,
 // the exception firewall, the thread's last error and the enum tables.
 #pragma once
 
@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "abi/handles.h"
 #include "base/error.h"
 #include "core/gang.h"
 #include "core/types.h"
@@ -14,36 +15,24 @@
 #include "gang/gang.h"
 #include "store/store.h"
 
-// The opaque handles. Each starts with a magic value, checked on every entry
-// and cleared on destroy, so a stale or foreign pointer is reported rather
-// than followed.
-struct gang_s {
-  uint32_t magic;
-  std::shared_ptr<gang::core::Gang> impl;
-};
-struct gang_store_s {
-  uint32_t magic;
-  std::shared_ptr<gang::store::Store> impl;
-};
-struct gang_work_s {
-  uint32_t magic;
-  std::shared_ptr<gang::core::Work> impl;
-};
+namespace gang::abi {
 
-// The parallel gangs: one handle per distinct gang, owned here, except the
-// root, which is the caller's.
-struct gangs_s {
-  uint32_t magic;
-  gang_t* axes[11];
+// The parallel gangs behind a gangs_t: one handle per axis, those of
+// distinct gangs made here owned here; the root is the caller's.
+struct Gangs {
+  gang_t* axes[11] = {};
   std::vector<gang_t*> owned;
 };
 
-namespace gang::abi {
-
-constexpr uint32_t kGangMagic = 0x676e6167;   // "gang"
-constexpr uint32_t kStoreMagic = 0x726f7473;  // "stor"
-constexpr uint32_t kWorkMagic = 0x6b726f77;   // "work"
-constexpr uint32_t kGangsMagic = 0x73676e67;  // "gngs"
+// The live handles of each kind (see handles.h).
+using GangTable = HandleTable<gang_t, core::Gang>;
+using StoreTable = HandleTable<gang_store_t, store::Store>;
+using WorkTable = HandleTable<gang_work_t, core::Work>;
+using GangsTable = HandleTable<gangs_t, Gangs>;
+GangTable& gang_table();
+StoreTable& store_table();
+WorkTable& work_table();
+GangsTable& gangs_table();
 
 // Records message as this thread's last error.
 void set_last_error(const std::string& message);
@@ -60,12 +49,20 @@ gang_status_t test_work(gang::core::Work& work);
 // from a catch block.
 gang_status_t handle_exception() noexcept;
 
-// Handle checks; throw kInvalidArgument naming the function.
-gang::core::Gang& gang_of(const gang_t* g, const char* api);
-const std::shared_ptr<gang::core::Gang>& gang_ptr_of(const gang_t* g,
-                                                     const char* api);
-gang::store::Store& store_of(const gang_store_t* s, const char* api);
-gang::core::Work& work_of(const gang_work_t* w, const char* api);
+// The object behind a live handle, pinned for the caller: hold it for the
+// whole call, so a gang_destroy on another thread cannot free it meanwhile.
+// A NULL, destroyed or foreign handle is kInvalidArgument naming api.
+inline std::shared_ptr<core::Gang> pin_gang(const gang_t* g, const char* api) {
+  return gang_table().pin(g, api);
+}
+inline std::shared_ptr<store::Store> pin_store(const gang_store_t* s,
+                                               const char* api) {
+  return store_table().pin(s, api);
+}
+inline std::shared_ptr<core::Work> pin_work(const gang_work_t* w,
+                                            const char* api) {
+  return work_table().pin(w, api);
+}
 
 // Enum tables; throw kInvalidArgument naming the value.
 gang::core::DType to_dtype(gang_dtype_t dtype, const char* api);
@@ -83,7 +80,7 @@ T* out_arg(T* p, const char* api, const char* name) {
 gang_status_t issue(gang_t* g, gang::core::CollectiveArgs args,
                     gang_work_t** work, const char* api);
 
-// Hands a library allocation to the caller.
+// Hands an object to the caller as a new handle (NULL for a null gang).
 gang_work_t* wrap_work(std::shared_ptr<gang::core::Work> work);
 gang_t* wrap_gang(std::shared_ptr<gang::core::Gang> impl);
 

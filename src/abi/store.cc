@@ -7,7 +7,7 @@
 
 using gang::Status;
 using gang::abi::out_arg;
-using gang::abi::store_of;
+using gang::abi::pin_store;
 
 namespace {
 
@@ -32,10 +32,8 @@ GANG_API gang_status_t gang_store_create(const char* url, int is_server,
     gang::fail(Status::kInvalidArgument, api, ": url is NULL");
   const auto timeout = timeout_ms > 0 ? std::chrono::milliseconds(timeout_ms)
                                       : gang::core::env::timeout();
-  auto handle = std::make_unique<gang_store_s>();
-  handle->impl = gang::store::open(url, is_server != 0, timeout);
-  handle->magic = gang::abi::kStoreMagic;
-  *out = handle.release();
+  *out = gang::abi::store_table().insert(
+      gang::store::open(url, is_server != 0, timeout));
   return GANG_OK;
   GANG_ABI_CATCH
 }
@@ -43,16 +41,16 @@ GANG_API gang_status_t gang_store_create(const char* url, int is_server,
 GANG_API gang_status_t gang_store_destroy(gang_store_t* store) {
   GANG_ABI_TRY
   if (store == nullptr) return GANG_OK;
-  store_of(store, "gang_store_destroy");
-  store->magic = 0;
-  std::unique_ptr<gang_store_s> owned(store);
+  // Closed when the last call still running with it returns (and gangs
+  // made with it hold their own reference).
+  gang::abi::store_table().remove(store, "gang_store_destroy");
   return GANG_OK;
   GANG_ABI_CATCH
 }
 
 GANG_API int gang_store_port(const gang_store_t* store) {
   try {
-    return store_of(store, "gang_store_port").port();
+    return pin_store(store, "gang_store_port")->port();
   } catch (...) {
     return -1;
   }
@@ -62,22 +60,13 @@ GANG_API gang_status_t gang_store_set(gang_store_t* store, const char* key,
                                       const void* value, size_t n) {
   GANG_ABI_TRY
   static const char* const api = "gang_store_set";
-  auto& s = store_of(store, api);
+  const auto s = pin_store(store, api);
   key_arg(key, api);
   if (value == nullptr && n != 0) {
     gang::fail(Status::kInvalidArgument, api, ": value is NULL with n ", n);
   }
-  // Before a byte is read: n may claim more than value holds.
-  const size_t limit = s.limits().max_value_bytes;
-  if (n > limit) {
-    gang::fail(Status::kInvalidArgument, api, ": n ", n,
-               " is over the store's value limit of ", limit, " bytes",
-               limit < gang::store::kMaxValueBytes
-                   ? " (GANG_STORE_MAX_VALUE_BYTES)"
-                   : "");
-  }
   const auto* p = static_cast<const uint8_t*>(value);
-  s.set(key, gang::store::Bytes(p, p + n));
+  s->set(key, gang::store::Bytes(p, p + n));
   return GANG_OK;
   GANG_ABI_CATCH
 }
@@ -86,13 +75,13 @@ GANG_API gang_status_t gang_store_get(gang_store_t* store, const char* key,
                                       void** value, size_t* n) {
   GANG_ABI_TRY
   static const char* const api = "gang_store_get";
-  auto& s = store_of(store, api);
+  const auto s = pin_store(store, api);
   key_arg(key, api);
   out_arg(value, api, "value");
   out_arg(n, api, "n");
   *value = nullptr;
   *n = 0;
-  const gang::store::Bytes v = s.get(key);
+  const gang::store::Bytes v = s->get(key);
   void* copy = std::malloc(v.empty() ? 1 : v.size());
   if (!copy)
     gang::fail(Status::kNoMemory, api, ": cannot allocate ", v.size(),
@@ -108,9 +97,9 @@ GANG_API gang_status_t gang_store_add(gang_store_t* store, const char* key,
                                       int64_t delta, int64_t* out) {
   GANG_ABI_TRY
   static const char* const api = "gang_store_add";
-  auto& s = store_of(store, api);
+  const auto s = pin_store(store, api);
   key_arg(key, api);
-  const int64_t v = s.add(key, delta);
+  const int64_t v = s->add(key, delta);
   if (out) *out = v;
   return GANG_OK;
   GANG_ABI_CATCH
@@ -120,7 +109,7 @@ GANG_API gang_status_t gang_store_wait(gang_store_t* store,
                                        const char* const* keys, size_t nkeys) {
   GANG_ABI_TRY
   static const char* const api = "gang_store_wait";
-  auto& s = store_of(store, api);
+  const auto s = pin_store(store, api);
   if (keys == nullptr && nkeys != 0) {
     gang::fail(Status::kInvalidArgument, api, ": keys is NULL with nkeys ",
                nkeys);
@@ -132,7 +121,7 @@ GANG_API gang_status_t gang_store_wait(gang_store_t* store,
     }
     list.emplace_back(keys[i]);
   }
-  if (!list.empty()) s.wait(list);
+  if (!list.empty()) s->wait(list);
   return GANG_OK;
   GANG_ABI_CATCH
 }
@@ -140,8 +129,8 @@ GANG_API gang_status_t gang_store_wait(gang_store_t* store,
 GANG_API gang_status_t gang_store_delete(gang_store_t* store, const char* key) {
   GANG_ABI_TRY
   static const char* const api = "gang_store_delete";
-  auto& s = store_of(store, api);
-  s.remove(key_arg(key, api));
+  const auto s = pin_store(store, api);
+  s->remove(key_arg(key, api));
   return GANG_OK;
   GANG_ABI_CATCH
 }

@@ -94,50 +94,60 @@ GANG_API gang_status_t gangs_split_parallel(
   static const char* const api = "gangs_split_parallel";
   gang::abi::out_arg(out, api, "out");
   *out = nullptr;
-  const auto& root = gang::abi::gang_ptr_of(g, api);
+  const auto root = gang::abi::pin_gang(g, api);
   const auto cfg = read_config(config, api);
   const gang::topology::Layout layout(root->size(), cfg, api);
   const auto made = root->split_parallel(layout, fingerprint(layout, cfg));
 
-  auto handle = std::make_unique<gangs_s>();
-  handle->magic = gang::abi::kGangsMagic;
-  // One handle per distinct gang; the root is the caller's own.
+  auto gangs = std::make_shared<gang::abi::Gangs>();
+  if (made.size() > sizeof gangs->axes / sizeof gangs->axes[0]) {
+    gang::fail(Status::kInternal, api, ": ", made.size(), " axes");
+  }
+  // One handle per distinct gang; the root is the caller's own. Should a
+  // handle fail to be made, those made so far are destroyed with their
+  // gangs.
+  struct Undo {
+    gang::abi::Gangs* gangs;
+    ~Undo() {
+      if (gangs) {
+        for (gang_t* h : gangs->owned) gang_destroy(h);
+      }
+    }
+  } undo{gangs.get()};
   for (size_t a = 0; a < made.size(); ++a) {
     gang_t* h = nullptr;
     if (made[a] == root) h = g;
     for (size_t b = 0; b < a && !h; ++b) {
-      if (made[b] == made[a]) h = handle->axes[b];
+      if (made[b] == made[a]) h = gangs->axes[b];
     }
     if (!h) {
       h = gang::abi::wrap_gang(made[a]);
-      handle->owned.push_back(h);
+      gangs->owned.push_back(h);
     }
-    handle->axes[a] = h;
+    gangs->axes[a] = h;
   }
-  *out = handle.release();
+  *out = gang::abi::gangs_table().insert(gangs);
+  undo.gangs = nullptr;
   return GANG_OK;
   GANG_ABI_CATCH
 }
 
 GANG_API gang_t* gangs_get(const gangs_t* gangs, gang_axis_t axis) {
-  if (gangs == nullptr || gangs->magic != gang::abi::kGangsMagic)
-    return nullptr;
   if (axis < GANG_AXIS_ROOT || axis > GANG_AXIS_DPCP) return nullptr;
-  return gangs->axes[axis];
+  try {
+    const auto set = gang::abi::gangs_table().find(gangs);
+    return set ? set->axes[axis] : nullptr;
+  } catch (...) {
+    return nullptr;
+  }
 }
 
 GANG_API gang_status_t gangs_destroy(gangs_t* gangs) {
   GANG_ABI_TRY
   if (gangs == nullptr) return GANG_OK;
-  if (gangs->magic != gang::abi::kGangsMagic) {
-    gang::fail(
-        Status::kInvalidArgument,
-        "gangs_destroy: gangs is not a live gangs handle (destroyed already?)");
-  }
-  gangs->magic = 0;
-  std::unique_ptr<gangs_s> owned(gangs);
+  const auto set = gang::abi::gangs_table().remove(gangs, "gangs_destroy");
   gang_status_t first = GANG_OK;
-  for (gang_t* h : owned->owned) {
+  for (gang_t* h : set->owned) {
     const gang_status_t s = gang_destroy(h);
     if (first == GANG_OK) first = s;
   }

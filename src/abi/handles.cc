@@ -1,0 +1,79 @@
+#include "abi/handles.h"
+
+#include <sys/mman.h>
+
+#include <cerrno>
+#include <cstring>
+#include <new>
+
+#include "abi/shim.h"
+
+namespace gang::abi {
+
+HandleRange::HandleRange(const char* kind, size_t slots) {
+  const size_t bytes = slots * kSlotBytes;
+  // PROT_NONE and MAP_NORESERVE: address space only, nothing committed, and
+  // any access faults, so the values can only ever be compared.
+  void* p = ::mmap(nullptr, bytes, PROT_NONE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED) {
+    const int err = errno;
+    fail(Status::kNoMemory, "cannot reserve ", bytes,
+         " bytes of address space for ", kind,
+         " handles: ", std::strerror(err));
+  }
+  base_ = reinterpret_cast<uintptr_t>(p);
+  slots_ = slots;
+}
+
+HandleRange::~HandleRange() {
+  ::munmap(reinterpret_cast<void*>(base_), slots_ * HandleRange::kSlotBytes);
+}
+
+namespace {
+
+// Holds a T that is never destroyed. The tables live until the process
+// ends: a handle a program never destroyed must not be torn down (a gang
+// shut down, a store server stopped) during static destruction, in an order
+// no one chose, after the objects it uses may be gone.
+template <typename T>
+class Immortal {
+ public:
+  template <typename... Args>
+  explicit Immortal(Args&&... args) {
+    new (&storage_) T(std::forward<Args>(args)...);
+  }
+  T& get() { return *std::launder(reinterpret_cast<T*>(&storage_)); }
+
+ private:
+  alignas(T) unsigned char storage_[sizeof(T)];
+};
+
+// 2^30 bytes of address space per kind (2^32 for works, which a program may
+// keep many of): 262144 live handles of a kind at once, a million works.
+constexpr size_t kSlots = (size_t{1} << 30) / HandleRange::kSlotBytes;
+constexpr size_t kWorkSlots = (size_t{1} << 32) / HandleRange::kSlotBytes;
+
+}  // namespace
+
+GangTable& gang_table() {
+  static Immortal<GangTable> t("gang", kSlots);
+  return t.get();
+}
+
+StoreTable& store_table() {
+  static Immortal<StoreTable> t("store", kSlots);
+  return t.get();
+}
+
+WorkTable& work_table() {
+  static Immortal<WorkTable> t("work", kWorkSlots);
+  return t.get();
+}
+
+GangsTable& gangs_table() {
+  static Immortal<GangsTable> t("gangs", kSlots);
+  return t.get();
+}
+
+}  // namespace gang::abi

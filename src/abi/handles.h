@@ -1,0 +1,175 @@
+// The values behind gang_t*, gang_store_t*, gang_work_t* and gangs_t*.
+//
+// A handle is not the address of the object it names. Each kind of handle
+// owns a range of address space reserved with PROT_NONE and never
+// committed; a handle's value is a slot in that range plus a generation:
+//
+//   value = base + slot * kSlotBytes + (generation % kGenerations) * 8
+//
+// and a table maps the value back to the object. So a handle is checked by
+// arithmetic and a table lookup, never by reading memory it points to: a
+// destroyed handle, one whose slot holds a newer object, a handle of another
+// kind and a pointer gang never made are all rejected without touching
+// freed (or any) memory. The values are ordinary aligned non-NULL pointers
+// that can never belong to another allocation, which is what bindings that
+// keep handles as opaque pointers (SWIG Python, Go cgo) expect.
+//
+// Freed slots are reused first-in first-out, and only once kQuarantine
+// others are waiting, so a destroyed handle's value names a live object
+// again only after its slot has been reused kGenerations times: at least
+// kGenerations * (kQuarantine + 1) destroys later.
+//
+// The table keeps a shared_ptr to each live object. An entry point pins the
+// object (copies that shared_ptr under the table's lock) for the length of
+// the call, so destroying a handle on one thread while another thread is
+// inside a call with it never frees the object under that call: the destroy
+// removes the entry at once (later calls are refused), and the object goes
+// when the last running call returns.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <utility>
+#include <vector>
+
+#include "base/error.h"
+
+namespace gang::abi {
+
+// The address space behind one kind of handle: reserved, never accessible.
+class HandleRange {
+ public:
+  static constexpr uintptr_t kSlotBytes = 4096;
+  static constexpr uint32_t kGenerations = kSlotBytes / 8;
+
+  // Reserves slots * kSlotBytes bytes; throws kNoMemory if it cannot.
+  HandleRange(const char* kind, size_t slots);
+  ~HandleRange();
+  HandleRange(const HandleRange&) = delete;
+  HandleRange& operator=(const HandleRange&) = delete;
+
+  size_t slots() const { return slots_; }
+
+  uintptr_t encode(size_t slot, uint32_t generation) const {
+    return base_ + slot * kSlotBytes + (generation % kGenerations) * 8;
+  }
+  // The slot and generation (mod kGenerations) a value encodes; false for a
+  // value that is not one this range can hand out.
+  bool decode(uintptr_t value, size_t* slot, uint32_t* generation) const {
+    if (value < base_) return false;
+    const uintptr_t offset = value - base_;
+    if (offset >= slots_ * kSlotBytes || offset % 8 != 0) return false;
+    *slot = offset / kSlotBytes;
+    *generation = static_cast<uint32_t>(offset % kSlotBytes / 8);
+    return true;
+  }
+
+ private:
+  uintptr_t base_ = 0;
+  size_t slots_ = 0;
+};
+
+// The live handles of one kind H (the opaque public type) naming objects of
+// type T. Thread-safe.
+template <typename H, typename T>
+class HandleTable {
+ public:
+  // Freed slots wait in line this long before reuse (see the top).
+  static constexpr size_t kQuarantine = 1024;
+
+  // kind names the handle in messages ("gang", "store").
+  HandleTable(const char* kind, size_t slots)
+      : kind_(kind), range_(kind, slots) {}
+
+  // A new handle for object.
+  H* insert(std::shared_ptr<T> object) {
+    std::lock_guard<std::mutex> lock(mu_);
+    size_t slot;
+    if (free_.size() > kQuarantine ||
+        (slots_.size() == range_.slots() && !free_.empty())) {
+      slot = free_.front();
+      free_.pop_front();
+    } else if (slots_.size() < range_.slots()) {
+      slot = slots_.size();
+      slots_.emplace_back();
+    } else {
+      fail(Status::kNoMemory, "too many live ", kind_, " handles (",
+           range_.slots(), "): destroy some");
+    }
+    slots_[slot].object = std::move(object);
+    return to_handle(range_.encode(slot, slots_[slot].generation));
+  }
+
+  // The object behind a live handle, held for the caller; null if h is
+  // NULL, destroyed or not a handle of this kind.
+  std::shared_ptr<T> find(const H* h) const {
+    std::lock_guard<std::mutex> lock(mu_);
+    size_t slot;
+    return live(h, &slot) ? slots_[slot].object : nullptr;
+  }
+
+  // As find, but a bad handle is kInvalidArgument naming api.
+  std::shared_ptr<T> pin(const H* h, const char* api) const {
+    auto object = find(h);
+    if (!object) refuse(h, api);
+    return object;
+  }
+
+  // Ends a handle: from now on it is refused. Returns the table's reference
+  // to its object (others may still be held by running calls); a bad handle
+  // is kInvalidArgument naming api.
+  std::shared_ptr<T> remove(H* h, const char* api) {
+    std::shared_ptr<T> object;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      size_t slot;
+      if (live(h, &slot)) {
+        Slot& s = slots_[slot];
+        object = std::move(s.object);
+        s.object.reset();
+        ++s.generation;
+        free_.push_back(slot);
+      }
+    }
+    if (!object) refuse(h, api);
+    return object;
+  }
+
+ private:
+  struct Slot {
+    uint32_t generation = 0;
+    std::shared_ptr<T> object;  // null while free
+  };
+
+  static H* to_handle(uintptr_t value) { return reinterpret_cast<H*>(value); }
+
+  // Whether h is the current value of a live slot, and which. Lock held.
+  bool live(const H* h, size_t* slot) const {
+    uint32_t generation;
+    if (!range_.decode(reinterpret_cast<uintptr_t>(h), slot, &generation) ||
+        *slot >= slots_.size()) {
+      return false;
+    }
+    const Slot& s = slots_[*slot];
+    return s.object && s.generation % HandleRange::kGenerations == generation;
+  }
+
+  [[noreturn]] void refuse(const H* h, const char* api) const {
+    if (h == nullptr)
+      fail(Status::kInvalidArgument, api, ": ", kind_, " is NULL");
+    fail(Status::kInvalidArgument, api, ": ", kind_, " ",
+         static_cast<const void*>(h), " is not a live ", kind_,
+         " handle (destroyed already, or never made by gang)");
+  }
+
+  const char* kind_;
+  HandleRange range_;
+  mutable std::mutex mu_;
+  std::vector<Slot> slots_;
+  std::deque<size_t> free_;
+};
+
+}  // namespace gang::abi
