@@ -65,6 +65,15 @@ GANG_API gang_status_t gang_store_set(gang_store_t* store, const char* key,
   if (value == nullptr && n != 0) {
     gang::fail(Status::kInvalidArgument, api, ": value is NULL with n ", n);
   }
+  // Before a byte is read: n may claim more than value holds.
+  const size_t limit = s->limits().max_value_bytes;
+  if (n > limit) {
+    gang::fail(Status::kInvalidArgument, api, ": n ", n,
+               " is over the store's value limit of ", limit, " bytes",
+               limit < gang::store::kMaxValueBytes
+                   ? " (GANG_STORE_MAX_VALUE_BYTES)"
+                   : "");
+  }
   const auto* p = static_cast<const uint8_t*>(value);
   s->set(key, gang::store::Bytes(p, p + n));
   return GANG_OK;
