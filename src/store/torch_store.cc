@@ -211,13 +211,14 @@ TorchStore::TorchStore(std::string host, int port, Millis timeout)
   const std::string none;
   // The current generation first: a legacy server refuses its probe at once
   // (see torch_protocol.h), while the libuv server would never answer the
-  // legacy probe. Half the time left is for each, so a server that answers
-  // neither still hears both.
+  // legacy probe. A server silent to the first probe is most likely a busy
+  // current one, so it gets three quarters of the time left; the rest keeps
+  // the legacy probe for a server that answers neither.
   std::string current_why;
   {
     Exchange x(*this, "open", none, deadline, Exchange::Conn::kRaw);
-    const Millis half = std::max(Millis(1), deadline.remaining_ms() / 2);
-    const Deadline probe(half);
+    const Millis share = std::max(Millis(1), deadline.remaining_ms() * 3 / 4);
+    const Deadline probe(share);
     uint8_t reply[torch_wire::kCurrentProbeReplyBytes];
     Io io = x.send_io(torch_wire::current_probe(kKeyPrefix), nullptr, probe);
     if (io.kind == Io::kOk) io = x.recv_io(reply, sizeof reply, probe);
@@ -232,7 +233,7 @@ TorchStore::TorchStore(std::string host, int port, Millis timeout)
       io = {Io::kMalformed, str_cat("key counts ", keys1, " and ", keys2,
                                     ", check byte ", int{reply[16]})};
     }
-    current_why = why(io, half);
+    current_why = why(io, share);
   }
   std::string legacy_why;
   {
