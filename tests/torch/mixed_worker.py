@@ -14,9 +14,16 @@ on the MASTER_PORT gangrun left unbound.
                restart to start the job again
   --agent-keys check that gang's rendezvous keys are in torchrun's agent
                store, readable by PyTorch as gang/...
+  --gang-only  leave torch.distributed out. For the elastic restart: torch
+               2.15's own gloo group does not survive one reliably, since
+               torchrun's agent keeps its store across attempts and its
+               workers no longer prefix their keys with the attempt, so a
+               rank may dial the address of a rank of the previous attempt
+               (seen with pure torch.distributed programs too)
 
-Prints "mixed rank R of N (attempt A): torch SUM, gang SUM" per rank, and
-"mixed rank R: clean shutdown" last.
+Prints "mixed rank R of N (attempt A): torch SUM, gang SUM" per rank (the
+torch sum is the gang sum with --gang-only), and "mixed rank R: clean
+shutdown" last.
 """
 import argparse
 import datetime
@@ -34,24 +41,28 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--fail-once", action="store_true")
     parser.add_argument("--agent-keys", action="store_true")
+    parser.add_argument("--gang-only", action="store_true")
     args = parser.parse_args()
 
     rank = int(os.environ["RANK"])
     world = int(os.environ["WORLD_SIZE"])
     attempt = int(os.environ.get("TORCHELASTIC_RESTART_COUNT", "0"))
 
-    dist.init_process_group("gloo", init_method="env://",
-                            timeout=datetime.timedelta(seconds=120))
+    use_torch = not args.gang_only
+    if use_torch:
+        dist.init_process_group("gloo", init_method="env://",
+                                timeout=datetime.timedelta(seconds=120))
     g = gang.create()
     if (g.rank, g.size) != (rank, world):
         sys.exit("gang rank %d of %d, torch rank %d of %d"
                  % (g.rank, g.size, rank, world))
 
     values = [float(rank + 1), 10.0 * (rank + 1), -0.5 * rank]
-    t = torch.tensor(values, dtype=torch.float64)
-    dist.all_reduce(t)
     a = np.array(values, dtype=np.float64)
     g.all_reduce(a)
+    t = torch.tensor(values if use_torch else a, dtype=torch.float64)
+    if use_torch:
+        dist.all_reduce(t)
     if not np.array_equal(t.numpy(), a):
         sys.exit("rank %d: torch %s, gang %s disagree" % (rank, t.tolist(), a))
     want = world * (world + 1) / 2
@@ -75,9 +86,11 @@ def main():
 
     # Both groups still work after each other's traffic.
     g.barrier()
-    dist.barrier()
+    if use_torch:
+        dist.barrier()
     g.close()
-    dist.destroy_process_group()
+    if use_torch:
+        dist.destroy_process_group()
     print("mixed rank %d: clean shutdown" % rank, flush=True)
 
 

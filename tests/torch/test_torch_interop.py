@@ -3,12 +3,13 @@
 under its torchrun, torch.distributed and gang in the same processes,
 elastic restarts, and torch.distributed under gangrun.
 
-Usage: PYTHON test_torch_interop.py BUILD_DIR [PART...]
+Usage: PYTHON test_torch_interop.py [--venv] BUILD_DIR [PART...]
 
 PYTHON is the interpreter whose torch is tested: Debian's python3-torch
 (1.13, TCPStore's legacy protocol) or the PyPI environment that
 .ci/torch-venv.sh makes (current protocol). BUILD_DIR is gang's build
-directory. Exits 77 (skipped) when PYTHON has no torch or BUILD_DIR lacks
+directory. --venv runs it with $GANG_TORCH_VENV/bin/python instead, and
+skips without one. Exits 77 (skipped) when PYTHON has no torch or BUILD_DIR lacks
 what every part needs; a part whose program was not built (the Go example
 with -DGANG_BUILD_GO=OFF) says so and is skipped alone.
 
@@ -20,7 +21,7 @@ Parts (default: all, in this order):
   go       the same with the Go example
   mixed    torchrun of tests/torch/mixed_worker.py: torch.distributed (gloo)
            and gang in the same processes; gang's keys in the agent store
-  elastic  the same with --max_restarts 1, rank 1 failing once
+  elastic  the same with --max_restarts 1, rank 1 failing once (gang only)
   gangrun  gangrun of mixed_worker.py: torch.distributed's env:// on the
            MASTER_PORT gangrun hands out, gang on gangrun's store
 """
@@ -110,7 +111,7 @@ def run(env, cmd, timeout=240):
     return r.returncode, r.stdout, took
 
 
-def show(out, lines=40):
+def show(out, lines=200):
     tail = out.strip().splitlines()[-lines:]
     print("\n".join("  | " + line for line in tail), flush=True)
 
@@ -190,7 +191,9 @@ def part_mixed(env):
 
 def part_elastic(env):
     worker = os.path.join(HERE, "mixed_worker.py")
-    rc, out, took = run(env, env.torchrun(2, [worker, "--fail-once"],
+    # Gang only: see mixed_worker.py --gang-only for torch.distributed's own
+    # trouble with restarts.
+    rc, out, took = run(env, env.torchrun(2, [worker, "--fail-once", "--gang-only"],
                                           extra=["--max_restarts", "1"]))
     if rc != 0:
         show(out)
@@ -215,7 +218,23 @@ def part_gangrun(env):
           % (env.torch_version, took), flush=True)
 
 
+def use_venv():
+    """--venv: runs this script again with $GANG_TORCH_VENV/bin/python (the
+    environment .ci/torch-venv.sh made), or skips without one."""
+    venv = os.environ.get("GANG_TORCH_VENV", "")
+    python = os.path.join(venv, "bin", "python")
+    if not venv or not os.access(python, os.X_OK):
+        print("SKIP: GANG_TORCH_VENV does not name a PyPI torch environment "
+              "(make one with .ci/torch-venv.sh, then "
+              "GANG_TORCH_VENV=$(.ci/torch-venv.sh) ctest -L torch)")
+        sys.exit(SKIP)
+    args = [a for a in sys.argv[1:] if a != "--venv"]
+    os.execv(python, [python, os.path.abspath(__file__)] + args)
+
+
 def main():
+    if "--venv" in sys.argv:
+        use_venv()
     if len(sys.argv) < 2:
         print(__doc__, file=sys.stderr)
         sys.exit(2)
