@@ -16,6 +16,9 @@ with -DGANG_BUILD_GO=OFF) says so and is skipped alone.
 Parts (default: all, in this order):
   store    tests/torchrun_rank store URL against a TCPStore this script
            serves, with each server the version has (libuv and classic)
+  poll     40 gets of 50 ms that time out on one torch:// store, then the
+           key: the store goes on, and a current server keeps the
+           connection (CANCEL_WAIT) instead of a reconnect per get
   c        torchrun --nproc_per_node 3 --no_python examples/train_linear
   python   the same with python3 examples/python/train_linear.py
   go       the same with the Go example
@@ -37,7 +40,7 @@ import time
 SKIP = 77
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE = os.path.dirname(os.path.dirname(HERE))
-PARTS = ("store", "c", "python", "go", "mixed", "elastic", "gangrun")
+PARTS = ("store", "poll", "c", "python", "go", "mixed", "elastic", "gangrun")
 
 
 def fail(what):
@@ -118,11 +121,7 @@ def show(out, lines=200):
 
 def part_store(env):
     import torch.distributed as dist
-    servers = [("default", {})]
-    if env.major_minor >= (2, 2):
-        # 2.2 and later have both servers; libuv is the default from 2.4.
-        servers = [("libuv", {"use_libuv": True}), ("classic", {"use_libuv": False})]
-    for name, kwargs in servers:
+    for name, kwargs in store_servers(env):
         store = dist.TCPStore("127.0.0.1", 0, is_master=True,
                               wait_for_workers=False,
                               timeout=datetime.timedelta(seconds=30), **kwargs)
@@ -137,6 +136,83 @@ def part_store(env):
         check(store.get("gang/counter") == b"7", "gang's add seen from PyTorch")
         print("store: the %s TCPStore server of torch %s: ok (%.1f s)"
               % (name, env.torch_version, took), flush=True)
+
+
+def store_servers(env):
+    """(name, TCPStore keyword arguments) of each server the version has."""
+    if env.major_minor >= (2, 2):
+        # 2.2 and later have both servers; libuv is the default from 2.4.
+        return [("libuv", {"use_libuv": True}), ("classic", {"use_libuv": False})]
+    return [("default", {})]
+
+
+def client_time_waits(port):
+    """Connections to 127.0.0.1:port this machine closed first (TIME_WAIT)."""
+    n = 0
+    with open("/proc/net/tcp") as f:
+        for line in f.readlines()[1:]:
+            fields = line.split()
+            remote, state = fields[2], fields[3]
+            if state == "06" and int(remote.split(":")[1], 16) == port:
+                n += 1
+    return n
+
+
+def part_poll(env):
+    """What gang's rendezvous does while it waits for rank 0: gets of 50 ms
+    that time out, many times, on one store, then the key comes. Through
+    gang's C API (ctypes), since the Python package has no stores."""
+    import ctypes as C
+    import torch.distributed as dist
+    lib = C.CDLL(os.path.join(env.build, "libgang.so"))
+    lib.gang_store_create.argtypes = [C.c_char_p, C.c_int, C.c_int64,
+                                      C.POINTER(C.c_void_p)]
+    lib.gang_store_get.argtypes = [C.c_void_p, C.c_char_p, C.POINTER(C.c_void_p),
+                                   C.POINTER(C.c_size_t)]
+    lib.gang_store_destroy.argtypes = [C.c_void_p]
+    lib.gang_free.argtypes = [C.c_void_p]
+    lib.gang_status_name.argtypes = [C.c_int]
+    lib.gang_status_name.restype = C.c_char_p
+    lib.gang_last_error.restype = C.c_char_p
+
+    def status(rc):
+        return lib.gang_status_name(rc).decode()
+
+    polls = 40
+    for name, kwargs in store_servers(env):
+        store = dist.TCPStore("127.0.0.1", 0, is_master=True,
+                              wait_for_workers=False,
+                              timeout=datetime.timedelta(seconds=30), **kwargs)
+        url = "torch://127.0.0.1:%d" % store.port
+        s = C.c_void_p()
+        rc = lib.gang_store_create(url.encode(), 0, 50, C.byref(s))
+        check(rc == 0, "gang_store_create(%s, 50 ms): %s: %s"
+              % (url, status(rc), lib.gang_last_error().decode()))
+        value, n = C.c_void_p(), C.c_size_t()
+        closed_before = client_time_waits(store.port)
+        start = time.time()
+        for i in range(polls):
+            rc = lib.gang_store_get(s, b"late", C.byref(value), C.byref(n))
+            check(status(rc) == "GANG_ERR_TIMEOUT",
+                  "get %d of a missing key: %s: %s"
+                  % (i, status(rc), lib.gang_last_error().decode()))
+        took = time.time() - start
+        reconnects = client_time_waits(store.port) - closed_before
+        check(took < polls * 0.05 + 5, "%d gets of 50 ms took %.1f s" % (polls, took))
+        store.set("gang/late", b"here")
+        rc = lib.gang_store_get(s, b"late", C.byref(value), C.byref(n))
+        check(rc == 0, "get after the key came: %s: %s"
+              % (status(rc), lib.gang_last_error().decode()))
+        check(C.string_at(value, n.value) == b"here", "the late value")
+        lib.gang_free(value)
+        lib.gang_store_destroy(s)
+        if env.major_minor >= (2, 2):
+            # CANCEL_WAIT keeps the connection on a current server.
+            check(reconnects <= 2, "%d of %d timed-out gets reconnected to the "
+                  "%s server" % (reconnects, polls, name))
+        print("poll: %d timed-out gets of 50 ms, then the key, on the %s server "
+              "of torch %s: ok (%.1f s, %d reconnects)"
+              % (polls, name, env.torch_version, took, reconnects), flush=True)
 
 
 def expect_example(env, what, program, success, nproc=3):
