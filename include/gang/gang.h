@@ -189,9 +189,11 @@ typedef struct gang_work_s gang_work_t;
  *  from a thread of this process, port 0 picks a free one, see
  *  gang_store_port; is_server 0: a client; see above for the host, the
  *  token and the limits), "torch://host:port" (a client of PyTorch's
- *  TCPStore, such as the one torchrun's agent serves, protocol of PyTorch
- *  1.x to 2.1; keys are stored as "/gang/<key>", which PyTorch programs see
- *  as "gang/<key>"; is_server must be 0), "redis://host:port[/prefix]" (keys
+ *  TCPStore, such as the one torchrun's agent serves; both protocol
+ *  generations, PyTorch 2.2 and later (validation handshake; values up to
+ *  8 MiB) and 1.x to 2.1, chosen at connect; keys are stored as
+ *  "/gang/<key>", which PyTorch programs see as "gang/<key>"; is_server
+ *  must be 0), "redis://host:port[/prefix]" (keys
  *  kept in a Redis server without a password, each as prefix + key; gets and
  *  waits poll), "file:///dir" (one file per key in dir, created if missing)
  *  or "memory://name" (shared by every store of that name in this process).
