@@ -140,29 +140,46 @@ void direct_reduce(const Run& r, const void* send, void* recv, int root) {
       agree(r, partners, nullptr, nullptr, fits ? &mine : nullptr, bytes);
   if (!receives && fits) return;  // the frame carried it
 
-  std::vector<uint8_t> all(receives ? n * bytes : 0);
-  if (receives) std::memcpy(all.data() + me * bytes, send, bytes);
+  // The other ranks' inputs, uninitialised (rank p at slot p, or p - 1
+  // above this rank); this rank's own input is read where it lies.
+  const size_t others = receives ? (n - 1) * bytes : 0;
+  std::unique_ptr<uint8_t[]> all(others ? new uint8_t[others] : nullptr);
+  auto slot_of = [&](size_t p) { return (p < me ? p : p - 1) * bytes; };
   if (fits) {
     for (int p : partners) {
-      std::memcpy(all.data() + static_cast<size_t>(p) * bytes,
+      if (!receives) break;
+      std::memcpy(all.get() + slot_of(static_cast<size_t>(p)),
                   in[static_cast<size_t>(p)].data, bytes);
     }
   } else {
     Transfers t(r.ctx, r.waits, r.op.deadline);
     const uint64_t s = slot(kPayloadPrefix, r.tag, 0);
     auto* out = t.buffer(send, bytes);
-    auto* all_buf = receives ? t.buffer(all.data(), all.size()) : nullptr;
+    auto* all_buf = receives ? t.buffer(all.get(), others) : nullptr;
     for (int p : partners) {
-      if (receives) t.recv(all_buf, p, s, static_cast<size_t>(p) * bytes, bytes);
+      if (receives) t.recv(all_buf, p, s, slot_of(static_cast<size_t>(p)), bytes);
       if (root < 0 || p == root) t.send(out, p, s, 0, bytes);
     }
     t.wait();
   }
-  if (!receives) return;
+  if (!receives || bytes == 0) return;
+  // Rank order on every rank, so every rank computes the same bits. In
+  // place, this rank's input is overwritten by the first partial results
+  // unless it is rank 0 or 1: keep a copy then.
+  std::unique_ptr<uint8_t[]> own_copy;
+  const uint8_t* own = bytes_of(send);
+  if (send == recv && me >= 2) {
+    own_copy.reset(new uint8_t[bytes]);
+    std::memcpy(own_copy.get(), send, bytes);
+    own = own_copy.get();
+  }
+  auto input = [&](size_t p) {
+    return p == me ? own : all.get() + slot_of(p);
+  };
   const ReduceOp op = partial_op(r.a.op);
-  std::memcpy(recv, all.data(), bytes);
-  for (size_t p = 1; p < n; ++p) {
-    core::reduce(recv, recv, all.data() + p * bytes, r.a.count, r.a.dtype, op);
+  core::reduce(recv, input(0), input(1), r.a.count, r.a.dtype, op);
+  for (size_t p = 2; p < n; ++p) {
+    core::reduce(recv, recv, input(p), r.a.count, r.a.dtype, op);
   }
   if (r.a.op == ReduceOp::kAvg) {
     core::finish_avg(recv, r.a.count, r.a.dtype, r.n);
@@ -234,7 +251,9 @@ size_t total_of(const std::vector<size_t>& counts) {
 
 void all_reduce(const Run& r) {
   const size_t bytes = r.a.count * r.es;
-  if (bytes * static_cast<size_t>(r.n - 1) <= kDirectBytes) {
+  // With two ranks the direct exchange moves what the ring moves, in one
+  // step instead of two.
+  if (r.n == 2 || bytes * static_cast<size_t>(r.n - 1) <= kDirectBytes) {
     direct_reduce(r, r.a.send, r.a.recv, -1);
     return;
   }
