@@ -2,6 +2,24 @@
 
 namespace gang::core {
 
+namespace {
+
+// One control operation: `count` elements of dtype between send and recv.
+Operation control_op(OpKind kind, const void* send, void* recv, size_t count,
+                     DType dtype, Clock::time_point deadline) {
+  Operation op;
+  op.args.kind = kind;
+  op.args.send = send;
+  op.args.recv = recv;
+  op.args.count = count;
+  op.args.dtype = dtype;
+  op.channel = Channel::kControl;
+  op.deadline = deadline;
+  return op;
+}
+
+}  // namespace
+
 void ControlChannel::run(Operation op) {
   if (op.channel != Channel::kFingerprint && !is_p2p(op.args.kind)) {
     op.seq = seq_.fetch_add(1);
@@ -13,11 +31,8 @@ void ControlChannel::run(Operation op) {
 }
 
 void ControlChannel::barrier(Clock::time_point deadline) {
-  Operation op;
-  op.args.kind = OpKind::kBarrier;
-  op.channel = Channel::kControl;
-  op.deadline = deadline;
-  run(std::move(op));
+  run(control_op(OpKind::kBarrier, nullptr, nullptr, 0, DType::kUInt8,
+                 deadline));
 }
 
 std::vector<uint64_t> ControlChannel::all_gather_words(
@@ -29,86 +44,51 @@ std::vector<uint64_t> ControlChannel::all_gather_words(
 
 void ControlChannel::all_gather(const void* send, void* recv, size_t count,
                                 DType dtype, Clock::time_point deadline) {
-  Operation op;
-  op.args.kind = OpKind::kAllGather;
-  op.args.send = send;
-  op.args.recv = recv;
-  op.args.count = count;
-  op.args.dtype = dtype;
-  op.channel = Channel::kControl;
-  op.deadline = deadline;
-  run(std::move(op));
+  run(control_op(OpKind::kAllGather, send, recv, count, dtype, deadline));
 }
 
 void ControlChannel::all_gatherv(const void* send, size_t send_count,
                                  void* recv, std::vector<size_t> recv_counts,
                                  Clock::time_point deadline) {
-  Operation op;
-  op.args.kind = OpKind::kAllGatherV;
-  op.args.send = send;
-  op.args.recv = recv;
-  op.args.count = send_count;
-  op.args.dtype = DType::kUInt8;
+  Operation op = control_op(OpKind::kAllGatherV, send, recv, send_count,
+                            DType::kUInt8, deadline);
   op.args.recv_counts = std::move(recv_counts);
-  op.channel = Channel::kControl;
-  op.deadline = deadline;
   run(std::move(op));
 }
 
 void ControlChannel::broadcast(void* buf, size_t count, DType dtype, int root,
                                Clock::time_point deadline) {
-  Operation op;
-  op.args.kind = OpKind::kBroadcast;
-  op.args.send = buf;
-  op.args.recv = buf;
-  op.args.count = count;
-  op.args.dtype = dtype;
+  Operation op =
+      control_op(OpKind::kBroadcast, buf, buf, count, dtype, deadline);
   op.args.root = root;
-  op.channel = Channel::kControl;
-  op.deadline = deadline;
   run(std::move(op));
 }
 
 void ControlChannel::send(const void* buf, size_t bytes, int peer, int tag,
                           Clock::time_point deadline) {
-  Operation op;
-  op.args.kind = OpKind::kSend;
-  op.args.send = buf;
-  op.args.count = bytes;
-  op.args.dtype = DType::kUInt8;
+  Operation op =
+      control_op(OpKind::kSend, buf, nullptr, bytes, DType::kUInt8, deadline);
   op.args.root = peer;
   op.args.tag = tag;
-  op.channel = Channel::kControl;
-  op.deadline = deadline;
   run(std::move(op));
 }
 
 void ControlChannel::recv(void* buf, size_t bytes, int peer, int tag,
                           Clock::time_point deadline) {
-  Operation op;
-  op.args.kind = OpKind::kRecv;
-  op.args.recv = buf;
-  op.args.count = bytes;
-  op.args.dtype = DType::kUInt8;
+  Operation op =
+      control_op(OpKind::kRecv, nullptr, buf, bytes, DType::kUInt8, deadline);
   op.args.root = peer;
   op.args.tag = tag;
-  op.channel = Channel::kControl;
-  op.deadline = deadline;
   run(std::move(op));
 }
 
 void ControlChannel::fingerprint(const uint64_t* mine, uint64_t* all,
                                  size_t words, uint64_t seq,
                                  Clock::time_point deadline) {
-  Operation op;
-  op.args.kind = OpKind::kAllGather;
-  op.args.send = mine;
-  op.args.recv = all;
-  op.args.count = words;
-  op.args.dtype = DType::kUInt64;
+  Operation op = control_op(OpKind::kAllGather, mine, all, words,
+                            DType::kUInt64, deadline);
   op.seq = seq;
   op.channel = Channel::kFingerprint;
-  op.deadline = deadline;
   run(std::move(op));
 }
 
