@@ -1,9 +1,5 @@
 #include "store/store_options.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
-#include <cerrno>
 #include <cstdint>
 #include <cstdlib>
 #include <limits>
@@ -11,8 +7,8 @@
 #include <utility>
 
 #include "base/error.h"
+#include "base/secret.h"
 #include "base/text.h"
-#include "base/unique_fd.h"
 
 namespace gang::store {
 
@@ -111,44 +107,15 @@ std::string token_from_env() {
 }
 
 bool same_token(const std::string& a, const std::string& b) {
-  // Every byte of the longer one is visited whatever the contents; a
-  // volatile accumulator keeps the compiler from stopping early.
-  const size_t n = a.size() > b.size() ? a.size() : b.size();
-  volatile unsigned char diff = a.size() == b.size() ? 0 : 1;
-  for (size_t i = 0; i < n; ++i) {
-    const unsigned char x = i < a.size() ? static_cast<unsigned char>(a[i]) : 0;
-    const unsigned char y = i < b.size() ? static_cast<unsigned char>(b[i]) : 0;
-    diff = diff | static_cast<unsigned char>(x ^ y);
-  }
-  return diff == 0;
+  return base::equal_in_constant_time(a, b);
 }
 
 std::string random_token() {
-  base::UniqueFd fd(::open("/dev/urandom", O_RDONLY | O_CLOEXEC));
-  if (!fd.valid()) {
-    fail(Status::kSystem, "cannot open /dev/urandom for a store token: ",
-         base::errno_text(errno));
+  try {
+    return base::hex(base::random_bytes(16));
+  } catch (const Error& e) {
+    fail(Status::kSystem, "cannot draw a store token: ", e.what());
   }
-  unsigned char raw[16];
-  size_t got = 0;
-  while (got < sizeof raw) {
-    const ssize_t n = ::read(fd.get(), raw + got, sizeof raw - got);
-    if (n > 0) {
-      got += static_cast<size_t>(n);
-    } else if (n < 0 && errno == EINTR) {
-      continue;
-    } else {
-      fail(Status::kSystem, "cannot read /dev/urandom for a store token: ",
-           n == 0 ? "end of file" : base::errno_text(errno));
-    }
-  }
-  static const char kHex[] = "0123456789abcdef";
-  std::string token;
-  for (const unsigned char b : raw) {
-    token += kHex[b >> 4];
-    token += kHex[b & 0xf];
-  }
-  return token;
 }
 
 namespace {

@@ -77,7 +77,8 @@ void check_token(const std::string& token, const char* where);
 // where they first differ.
 bool same_token(const std::string& a, const std::string& b);
 
-// 32 hex digits from /dev/urandom; throws kSystem when it cannot be read.
+// 32 hex digits from the kernel's random source; throws kSystem when it
+// cannot give them.
 std::string random_token();
 
 // Everything a TCP server needs beyond host and port.
