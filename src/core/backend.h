@@ -98,6 +98,11 @@ struct BackendConfig {
   // Rendezvous for this gang only (already prefixed); null when size is 1.
   std::shared_ptr<store::Store> store;
   Millis timeout{600000};
+  // Bytes only this gang's ranks know (and whoever may read the store): a
+  // root gang's are drawn by its rank 0 at rendezvous, a split's derived
+  // from its parent's. A backend authenticates its connections with them.
+  // Empty when size is 1.
+  std::string secret;
   // Creating the backend (connecting, exchanging addresses) must end by
   // then: the rest of gang_create's timeout.
   Clock::time_point deadline = Clock::time_point::max();

@@ -209,6 +209,7 @@ class Gang : public std::enable_shared_from_this<Gang> {
   std::string host_id_;
   std::shared_ptr<store::Store> store_;
   std::string store_prefix_;  // gang/<name>/<generation>/
+  std::string secret_;        // BackendConfig::secret; splits derive theirs
   uint64_t splits_ = 0;       // sub-gangs made so far; the same on every rank
 
   // Issuing.

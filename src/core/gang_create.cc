@@ -103,9 +103,11 @@ std::shared_ptr<Gang> Gang::create(const GangOptions& o) {
     store = open_rendezvous(o.init_method, r.rank, r.size, r.timeout,
                             r.launch ? &*r.launch : nullptr);
   }
-  s.store_prefix = join_generation(
+  Generation gen = join_generation(
       *store, r.name, r.rank, r.size,
       std::chrono::duration_cast<Millis>(cfg.deadline - Clock::now()));
+  s.store_prefix = std::move(gen.prefix);
+  cfg.secret = std::move(gen.secret);
   s.store = store;
   cfg.store = store::with_prefix(store, s.store_prefix + "backend/", r.timeout);
   return make(std::move(s));
@@ -162,6 +164,7 @@ std::shared_ptr<Gang> Gang::make(Setup s) {
   g->timeout_ms_.store(s.config.timeout.count());
   g->store_ = s.store;
   g->store_prefix_ = s.store_prefix;
+  g->secret_ = s.config.secret;
   const std::string recorder_path = env::flight_recorder_path();
   if (!recorder_path.empty()) {
     g->recorder_ = std::make_shared<FlightRecorder>(

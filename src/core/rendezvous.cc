@@ -8,6 +8,7 @@
 #include "core/env.h"
 #include "base/deadline.h"
 #include "base/error.h"
+#include "base/secret.h"
 #include "base/text.h"
 #include "core/log.h"
 #include "store/store.h"
@@ -158,8 +159,8 @@ bool contains_word(const std::string& list, const std::string& word) {
 
 }  // namespace
 
-std::string join_generation(store::Store& store, const std::string& name,
-                            int rank, int size, Millis timeout) {
+Generation join_generation(store::Store& store, const std::string& name,
+                           int rank, int size, Millis timeout) {
   const base::Deadline deadline(timeout);
   const std::string base = str_cat("gang/", name, "/");
   if (rank == 0) {
@@ -189,9 +190,11 @@ std::string join_generation(store::Store& store, const std::string& name,
       }
       go += (go.empty() ? "" : " ") + hello.substr(space + 1);
     }
+    const std::string secret = gang::base::random_bytes(kSecretBytes);
+    store.set(prefix + "secret", bytes(secret));
     store.set(prefix + "go", bytes(go));
     store.add(base + "joined", 1);
-    return prefix;
+    return Generation{prefix, secret};
   }
   const std::string nonce = str_cat(rank, ".", fresh_nonce());
   std::string said_hello_to;
@@ -230,7 +233,8 @@ std::string join_generation(store::Store& store, const std::string& name,
       // Counts the ranks that joined a creation of this name, for whoever
       // watches the store (PyTorch programs sharing it, tests).
       store.add(base + "joined", 1);
-      return prefix;
+      return Generation{prefix, text(store.get(prefix + "secret",
+                                               deadline.remaining_ms()))};
     }
     // A go without this attempt's nonce belongs to an earlier creation or
     // attempt: wait for rank 0 to open a newer generation.

@@ -31,9 +31,19 @@ std::shared_ptr<store::Store> open_rendezvous(const std::string& init_method,
                                               std::chrono::milliseconds timeout,
                                               const env::Launch* launch);
 
+// One creation's place in the store and the secret its ranks share.
+struct Generation {
+  std::string prefix;  // "gang/<name>/<generation>/"
+  std::string secret;  // kSecretBytes random bytes drawn by rank 0
+};
+
+constexpr size_t kSecretBytes = 32;
+
 // Agrees on a fresh generation for creating gang `name` of `size` ranks on
-// `store`, and returns the key prefix of this creation,
-// "gang/<name>/<generation>/". Retryable by construction: rank 0 opens a new
+// `store`, and returns its key prefix and secret. The secret is as private
+// as the store: rank 0 publishes it under the generation's prefix before
+// the go, so whoever may read the store may read it (a token-protected
+// store keeps it to the job). Retryable by construction: rank 0 opens a new
 // generation for every attempt (a counter) and publishes it; every other
 // rank says hello to the generation it finds open, with the size it expects
 // and a nonce of this attempt, and goes ahead only when rank 0's "go" for
@@ -44,7 +54,7 @@ std::shared_ptr<store::Store> open_rendezvous(const std::string& init_method,
 // different size under the same name. Ranks that disagree on the size fail
 // with kMismatch naming both. Every rank that joins adds 1 to
 // "gang/<name>/joined". Throws kTimeout at `timeout`.
-std::string join_generation(store::Store& store, const std::string& name,
+Generation join_generation(store::Store& store, const std::string& name,
                             int rank, int size,
                             std::chrono::milliseconds timeout);
 

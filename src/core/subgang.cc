@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <numeric>
 
+#include "base/secret.h"
 #include "core/control_channel.h"
 #include "core/gang.h"
 #include "core/log.h"
@@ -110,6 +111,10 @@ std::shared_ptr<Gang> Gang::make_child(const std::vector<int>& members,
     s.store = store_;
     s.store_prefix = str_cat(store_prefix_, store_label, "/");
     cfg.store = store::with_prefix(store_, s.store_prefix + "backend/", timeout());
+    // Every member knows the parent's secret and the label; no one else
+    // can compute the child's.
+    const base::Digest d = base::hmac_sha256(secret_, "split " + store_label);
+    cfg.secret.assign(d.begin(), d.end());
   }
   auto child = make(std::move(s));
   child->stream_.store(stream_.load());
