@@ -4,10 +4,11 @@
 
 #include "backends/gloo/gloo_collectives.h"
 #include "backends/gloo/gloo_device.h"
-#include "backends/gloo/gloo_store.h"
+#include "backends/gloo/gloo_pairs.h"
 #include "base/error.h"
 #include "core/local_collective.h"
 #include "core/registry.h"
+#include "store/store.h"
 
 namespace gang::backends::gloo_impl {
 
@@ -82,14 +83,13 @@ std::unique_ptr<core::Backend> make_gloo(const core::BackendConfig& c) {
     fail(Status::kInternal, "gloo: a gang of size ", c.size, " has no store");
   if (!device) device = make_device(c.store->host());
 
-  auto context = std::make_shared<::gloo::rendezvous::Context>(c.rank, c.size);
   // Connecting counts against the creation's deadline; operations pass
   // their own timeouts.
   const auto left = std::chrono::duration_cast<Millis>(c.deadline - Clock::now());
-  context->setTimeout(std::max(Millis(1), std::min(c.timeout, left)));
-  GlooStore store(c.store);
+  std::shared_ptr<::gloo::rendezvous::Context> context;
   try {
-    context->connectFullMesh(store, device);
+    context = connect_mesh(*c.store, device, c.rank, c.size, c.secret,
+                           std::max(Millis(1), std::min(c.timeout, left)));
   } catch (const ::gloo::Exception& e) {
     const std::string what = e.what();
     fail(what.find("timeout") != std::string::npos ||
