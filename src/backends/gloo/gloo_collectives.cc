@@ -35,6 +35,16 @@ constexpr uint8_t kControlP2PFramePrefix = 0x47;
 // one network hop instead of 2(n-1) dependent ones.
 constexpr size_t kDirectBytes = 256 * 1024;
 
+// memcpy and memmove for buffers that a collective of count 0 may leave
+// NULL: nothing to copy touches nothing (the C library's calls want valid
+// pointers even for 0 bytes).
+void copy_bytes(void* to, const void* from, size_t n) {
+  if (n != 0) std::memcpy(to, from, n);
+}
+void move_bytes(void* to, const void* from, size_t n) {
+  if (n != 0) std::memmove(to, from, n);
+}
+
 uint64_t slot(uint8_t prefix, uint32_t tag, uint32_t step) {
   return (uint64_t{prefix} << 56) | (uint64_t{tag} << 24) | (step & 0xffffff);
 }
@@ -108,7 +118,7 @@ std::vector<Frame> agree(const Run& r, const std::vector<int>& partners,
                         from_you ? (*from_you)[i] : 0);
     if (inline_out && (*inline_out)[i] && inline_len <= kInlineBytes) {
       out[i].inline_len = static_cast<uint32_t>(inline_len);
-      std::memcpy(out[i].data, (*inline_out)[i], inline_len);
+      copy_bytes(out[i].data, (*inline_out)[i], inline_len);
     }
   }
   exchange_frames(r.ctx, r.waits, r.op.deadline, r.tag, partners, out, in);
@@ -148,7 +158,7 @@ void direct_reduce(const Run& r, const void* send, void* recv, int root) {
   if (fits) {
     for (int p : partners) {
       if (!receives) break;
-      std::memcpy(all.get() + slot_of(static_cast<size_t>(p)),
+      copy_bytes(all.get() + slot_of(static_cast<size_t>(p)),
                   in[static_cast<size_t>(p)].data, bytes);
     }
   } else {
@@ -170,7 +180,7 @@ void direct_reduce(const Run& r, const void* send, void* recv, int root) {
   const uint8_t* own = bytes_of(send);
   if (send == recv && me >= 2) {
     own_copy.reset(new uint8_t[bytes]);
-    std::memcpy(own_copy.get(), send, bytes);
+    copy_bytes(own_copy.get(), send, bytes);
     own = own_copy.get();
   }
   auto input = [&](size_t p) {
@@ -258,7 +268,7 @@ void all_reduce(const Run& r) {
     return;
   }
   agree(r, r.neighbours());
-  if (r.a.send != r.a.recv) std::memcpy(r.a.recv, r.a.send, bytes);
+  if (r.a.send != r.a.recv) copy_bytes(r.a.recv, r.a.send, bytes);
   const auto counts = even_chunks(r.a.count, r.n);
   const auto offsets = core::prefix_offsets(counts);
   ring_reduce_scatter(r, bytes_of(r.a.recv), bytes, counts, offsets, 0);
@@ -288,7 +298,7 @@ void reduce(const Run& r) {
   const uint64_t sl = slot(kPayloadPrefix, r.tag, static_cast<uint32_t>(r.n));
   if (r.me == r.a.root) {
     auto* out = t.buffer(r.a.recv, bytes);
-    std::memcpy(bytes_of(r.a.recv) + offsets[me] * r.es,
+    copy_bytes(bytes_of(r.a.recv) + offsets[me] * r.es,
                 acc.data() + offsets[me] * r.es, counts[me] * r.es);
     for (int p : r.everyone_else()) {
       const auto i = static_cast<size_t>(p);
@@ -315,7 +325,7 @@ void broadcast(const Run& r) {
                           fits && root ? &mine : nullptr, bytes);
     if (fits) {
       if (!root) {
-        std::memcpy(r.a.recv, in[static_cast<size_t>(r.a.root)].data, bytes);
+        copy_bytes(r.a.recv, in[static_cast<size_t>(r.a.root)].data, bytes);
       }
       return;
     }
@@ -361,7 +371,7 @@ void all_gather(const Run& r, const std::vector<size_t>& counts) {
   const size_t own = counts[me] * r.es;
   uint8_t* out = bytes_of(r.a.recv);
   if (own != 0 && r.a.send != out + offsets[me] * r.es) {
-    std::memmove(out + offsets[me] * r.es, r.a.send, own);
+    move_bytes(out + offsets[me] * r.es, r.a.send, own);
   }
   if (own * static_cast<size_t>(r.n - 1) <= kDirectBytes &&
       total * r.es <= 4 * kDirectBytes) {
@@ -391,10 +401,10 @@ void gather(const Run& r) {
   if (root) {
     uint8_t* out = bytes_of(r.a.recv);
     const size_t me = static_cast<size_t>(r.me);
-    if (r.a.send != out + me * bytes) std::memmove(out + me * bytes, r.a.send, bytes);
+    if (r.a.send != out + me * bytes) move_bytes(out + me * bytes, r.a.send, bytes);
     if (fits) {
       for (int p : r.everyone_else()) {
-        std::memcpy(out + static_cast<size_t>(p) * bytes,
+        copy_bytes(out + static_cast<size_t>(p) * bytes,
                     in[static_cast<size_t>(p)].data, bytes);
       }
       return;
@@ -430,9 +440,9 @@ void scatter(const Run& r) {
   if (root) {
     const size_t me = static_cast<size_t>(r.me);
     const uint8_t* own = bytes_of(r.a.send) + me * bytes;
-    if (r.a.recv != own) std::memmove(r.a.recv, own, bytes);
+    if (r.a.recv != own) move_bytes(r.a.recv, own, bytes);
   } else if (fits) {
-    std::memcpy(r.a.recv, in[static_cast<size_t>(r.a.root)].data, bytes);
+    copy_bytes(r.a.recv, in[static_cast<size_t>(r.a.root)].data, bytes);
   }
   if (fits) return;
   Transfers t(r.ctx, r.waits, r.op.deadline);
@@ -458,7 +468,7 @@ void reduce_scatter(const Run& r) {
   const size_t me = static_cast<size_t>(r.me);
   std::vector<uint8_t> acc(bytes_of(r.a.send), bytes_of(r.a.send) + total * r.es);
   ring_reduce_scatter(r, acc.data(), acc.size(), counts, offsets, 0);
-  std::memmove(r.a.recv, acc.data() + offsets[me] * r.es, counts[me] * r.es);
+  move_bytes(r.a.recv, acc.data() + offsets[me] * r.es, counts[me] * r.es);
   if (r.a.op == ReduceOp::kAvg) {
     core::finish_avg(r.a.recv, counts[me], r.a.dtype, r.n);
   }
@@ -478,7 +488,7 @@ void all_to_all(const Run& r, const std::vector<size_t>& send_counts,
   }
   agree(r, r.everyone_else(), &to, &from);
   if (recv_counts[me] != 0) {
-    std::memcpy(bytes_of(r.a.recv) + roff[me] * r.es,
+    copy_bytes(bytes_of(r.a.recv) + roff[me] * r.es,
                 bytes_of(r.a.send) + soff[me] * r.es, recv_counts[me] * r.es);
   }
   Transfers t(r.ctx, r.waits, r.op.deadline);
@@ -580,7 +590,7 @@ GlooP2PWork::GlooP2PWork(std::shared_ptr<::gloo::Context> ctx,
       Frame f = make_frame(op, bytes_, 0);
       if (bytes_ <= kInlineBytes) {
         f.inline_len = static_cast<uint32_t>(bytes_);
-        if (bytes_ != 0) std::memcpy(f.data, data_, bytes_);
+        copy_bytes(f.data, data_, bytes_);
       }
       std::memcpy(frame_.get(), &f, sizeof f);
       (*frame_buf_)->send(peer_, frame_slot);
@@ -631,7 +641,7 @@ void GlooP2PWork::check_received_frame() {
               : std::string(" sent something else"));
   }
   if (bytes_ <= kInlineBytes && bytes_ != 0) {
-    std::memcpy(data_, theirs.data, bytes_);
+    copy_bytes(data_, theirs.data, bytes_);
   }
 }
 
