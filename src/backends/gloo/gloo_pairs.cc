@@ -69,6 +69,10 @@ class AuthPair final : public tcp::Pair {
     // The listening socket must never block the event loop.
     ::fcntl(fd_, F_SETFL, ::fcntl(fd_, F_GETFL) | O_NONBLOCK);
     expected_ = proof(secret_, peer, context->rank, self_.bytes());
+    // The loop thread learns of this pair through epoll, which
+    // ThreadSanitizer cannot see; its first look at connected_ acquires
+    // this store, and with it everything constructed above.
+    connected_.store(false, std::memory_order_release);
   }
 
   ~AuthPair() override {
