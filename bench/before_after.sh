@@ -1,48 +1,39 @@
 #!/usr/bin/env bash
-# Times gang's all-reduce (2 ranks, Gloo, float32 SUM) with two builds of
-# libgang in one run: the same allreduce_bench binary is run alternately
-# against each library (the ABI is the same, so LD_LIBRARY_PATH picks the
-# library), so machine load hits both alike. Prints each round's medians and
-# the median over rounds of the 8 B and 1 MiB rows, with new/old ratios.
+# Compares two builds of libgang call by call: build/bench/ab_bench loads
+# both into each of 2 ranks and alternates one all-reduce on each, so the
+# machine's load hits both alike (see ab_bench.cc). The library loaded second
+# runs a little slower or faster whatever it is (the same library against a
+# copy of itself: -0 to +5 us at 8 B here), so the pair runs twice, once in
+# each order, and the estimate of new minus old is half the difference of
+# the two runs' median per-pair differences, which cancels that bias.
 #
-#   bench/before_after.sh OLD_LIBDIR NEW_LIBDIR [ROUNDS] [BENCH]
+#   bench/before_after.sh OLD_LIBDIR NEW_LIBDIR [PAIRS]
 #
 # e.g., to compare with the commit before a change:
 #   git worktree add /tmp/gang-before <commit>
 #   cmake -S /tmp/gang-before -B /tmp/gang-before/build -DGANG_BUILD_TESTS=OFF
 #   cmake --build /tmp/gang-before/build --target gang
-#   bench/before_after.sh /tmp/gang-before/build build 7
+#   bench/before_after.sh /tmp/gang-before/build build
+# (both built with the same CMAKE_BUILD_TYPE; the default is RelWithDebInfo)
 set -euo pipefail
-old=$(cd "$1" && pwd)
-new=$(cd "$2" && pwd)
-rounds=${3:-5}
-bench=${4:-$new/bench/allreduce_bench}
-out=$(mktemp -d /tmp/gang-before-after.XXXXXX)
-trap 'rm -rf "$out"' EXIT
-
-for ((i = 1; i <= rounds; ++i)); do
-  for which in old new; do
-    dir=$old
-    [ "$which" = new ] && dir=$new
-    LD_LIBRARY_PATH=$dir "$bench" --quick --only gang,gloo >"$out/$which.$i" 2>&1
-    # The library actually loaded must be the one asked for.
-    got=$(LD_LIBRARY_PATH=$dir ldd "$bench" | awk '$1 ~ /^libgang\.so/ { print $3 }')
-    [ "$(dirname "$(realpath "$got")")" = "$(realpath "$dir")" ] ||
-      { echo "before_after: $which loaded $got, not from $dir" >&2; exit 1; }
-    printf '%s round %d: ' "$which" "$i"
-    awk '$3 == "gang" && ($1 == "8" || $1 == "1") { printf "%s %s: %s us   ", $1, $2, $4 }' \
-      "$out/$which.$i"
-    echo
-  done
-done
-
-median() { sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+here=$(cd "$(dirname "$0")/.." && pwd)
+bench=${AB_BENCH:-$here/build/bench/ab_bench}
+pairs=${3:-20000}
+one=$("$bench" "$1/libgang.so.0" "$2/libgang.so.0" "$pairs")
+two=$("$bench" "$2/libgang.so.0" "$1/libgang.so.0" "$pairs")
+echo "== A = old, B = new"
+echo "$one"
+echo "== A = new, B = old"
+echo "$two"
 echo
-printf '%-7s %12s %12s %9s\n' size "old median" "new median" "new/old"
-for size in 8 1; do
-  label="8 B"
-  [ "$size" = 1 ] && label="1 MiB"
-  o=$(cat "$out"/old.* | awk -v s="$size" '$1 == s && $3 == "gang" { print $4 }' | median)
-  n=$(cat "$out"/new.* | awk -v s="$size" '$1 == s && $3 == "gang" { print $4 }' | median)
-  printf '%-7s %10.1f us %10.1f us %9.3f\n' "$label" "$o" "$n" "$(awk -v n="$n" -v o="$o" 'BEGIN { print n / o }')"
+printf '%-6s %12s %12s %18s
+' size "old median" "new median" "new - old (ratio)"
+for size in "8 B" "1 MiB"; do
+  # Columns: size(2 words) pairs A-median us B-median us B/A diff us.
+  row1=$(echo "$one" | awk -v s="$size" '$1 " " $2 == s')
+  row2=$(echo "$two" | awk -v s="$size" '$1 " " $2 == s')
+  echo "$row1 $row2" | awk -v s="$size" '{
+    old = ($4 + $16) / 2; new = ($6 + $14) / 2
+    d = ($9 - $19) / 2
+    printf "%-6s %9.1f us %9.1f us %+8.2f us (%.3f)\n", s, old, new, d, 1 + d / old }'
 done
