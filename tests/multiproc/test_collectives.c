@@ -1169,7 +1169,7 @@ static int rank_main(gang_t* g, int rank, int size, void* arg) {
 
 static void run_matrix(int which, int n) {
   const coll_t* coll = &kColls[which];
-  const int rc = gang_test_run_ranks(n, "gloo", rank_main, (void*)coll, 60000, 150);
+  const int rc = gang_test_run_ranks(n, NULL, rank_main, (void*)coll, 60000, 150);
   if (rc == 0) {
     printf("%s n=%d: %lld cases ok\n", coll->name, n,
            (long long)gang_test_shared_ints()[0]);

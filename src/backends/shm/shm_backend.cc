@@ -1,0 +1,118 @@
+#include "backends/shm/shm_backend.h"
+
+#include "backends/shm/shm_collectives.h"
+#include "base/error.h"
+#include "core/collective.h"
+#include "core/local_collective.h"
+#include "core/registry.h"
+#include "store/store.h"
+
+namespace gang::backends::shm_impl {
+
+namespace {
+
+// Staging bytes per rank and channel: data, fingerprints, control.
+constexpr uint32_t kSlotBytes[kChannels] = {1u << 20, 16u << 10, 64u << 10};
+
+int channel_index(core::Channel c) {
+  switch (c) {
+    case core::Channel::kData: return 0;
+    case core::Channel::kFingerprint: return 1;
+    case core::Channel::kControl: return 2;
+  }
+  return 0;
+}
+
+}  // namespace
+
+ShmBackend::ShmBackend(const core::BackendConfig& config,
+                       std::unique_ptr<Segment> segment)
+    : rank_(config.rank), size_(config.size), segment_(std::move(segment)) {
+  // Sends and receives are not there yet; the core keeps them in issue
+  // order and they fail with kUnsupported.
+  caps_.tagged_p2p = false;
+  if (segment_) waiter_ = std::make_unique<Waiter>(*segment_, rank_, aborted_);
+}
+
+ShmBackend::~ShmBackend() = default;
+
+core::BackendWorkPtr ShmBackend::post(const core::Operation& op) {
+  if (core::is_p2p(op.args.kind)) {
+    fail(Status::kUnsupported, "shm: send and recv are not available on the "
+         "shm backend yet; use gloo for point-to-point");
+  }
+  if (!segment_) {
+    core::run_local(op.args, rank_, size_);
+    return nullptr;
+  }
+  waiter_->check();
+  const int channel = channel_index(op.channel);
+  std::lock_guard<std::mutex> lock(channel_mu_[channel]);
+  try {
+    run_collective(*segment_, *waiter_, rank_, channel, op);
+  } catch (const Error& e) {
+    // Peers waiting for this rank would otherwise wait for the deadline.
+    if (e.status() != Status::kMismatch) fail_everyone();
+    throw;
+  }
+  return nullptr;
+}
+
+void ShmBackend::fail_everyone() noexcept {
+  if (!segment_) return;
+  Header& h = segment_->header();
+  uint32_t none = 0;
+  if (h.failed.compare_exchange_strong(none, 1, std::memory_order_acq_rel)) {
+    h.failed_rank.store(rank_, std::memory_order_release);
+  }
+  for (int c = 0; c < kChannels; ++c) Waiter::wake_all(segment_->barrier(c).generation);
+}
+
+void ShmBackend::abort() noexcept {
+  if (aborted_.exchange(true)) return;
+  fail_everyone();
+}
+
+namespace {
+
+std::unique_ptr<core::Backend> make_shm(const core::BackendConfig& c) {
+  if (c.device_type != core::DeviceType::kCpu) {
+    fail(Status::kUnsupported, "gang_create: the shm backend works on CPU buffers only");
+  }
+  if (c.size == 1) return std::make_unique<ShmBackend>(c, nullptr);
+  if (!c.store) fail(Status::kInternal, "shm: a gang of size ", c.size, " has no store");
+  // Every rank must be on this host: compare host identities first.
+  const auto left = [&] {
+    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+        c.deadline - std::chrono::steady_clock::now());
+    return std::max(ms, std::chrono::milliseconds(1));
+  };
+  c.store->set(str_cat("host/", c.rank), store::Bytes(c.host_id.begin(), c.host_id.end()));
+  for (int r = 0; r < c.size; ++r) {
+    const store::Bytes theirs = c.store->get(str_cat("host/", r), left());
+    if (std::string(theirs.begin(), theirs.end()) != c.host_id) {
+      fail(Status::kUnsupported, "gang_create: the shm backend needs every "
+           "rank on one host, but rank ", r, " runs on another host than rank ",
+           c.rank);
+    }
+  }
+  return std::make_unique<ShmBackend>(
+      c, Segment::open(*c.store, c.rank, c.size, kSlotBytes, c.deadline));
+}
+
+core::BackendInfo shm_info() {
+  core::BackendInfo info;
+  info.name = "shm";
+  info.devices = {core::DeviceType::kCpu};
+  // By name only until it does all Gloo does; then "auto" (for ranks of
+  // one host) picks it.
+  info.priority = -1;
+  info.create = make_shm;
+  return info;
+}
+
+const core::BackendRegistrar kRegisterShm(shm_info());
+
+}  // namespace
+
+}  // namespace gang::backends::shm_impl

@@ -1,0 +1,41 @@
+// The shm backend: CPU collectives among ranks of one host through one
+// shared segment (shm_segment.h), synchronous on the posting thread. Chosen
+// by name ("shm"); "auto" keeps Gloo until the backend does everything Gloo
+// does (point-to-point is still to come).
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+
+#include "backends/shm/shm_segment.h"
+#include "backends/shm/shm_wait.h"
+#include "core/backend.h"
+
+namespace gang::backends::shm_impl {
+
+class ShmBackend final : public core::Backend {
+ public:
+  ShmBackend(const core::BackendConfig& config, std::unique_ptr<Segment> segment);
+  ~ShmBackend() override;
+
+  const char* name() const override { return "shm"; }
+  const core::Capabilities& capabilities() const override { return caps_; }
+  bool supports(core::ReduceOp, core::DType) const override { return true; }
+  core::BackendWorkPtr post(const core::Operation& op) override;
+  void abort() noexcept override;
+
+ private:
+  // Marks the gang failed in the segment and wakes every waiter.
+  void fail_everyone() noexcept;
+
+  int rank_;
+  int size_;
+  core::Capabilities caps_;
+  std::unique_ptr<Segment> segment_;  // null for a gang of one
+  std::atomic<bool> aborted_{false};
+  std::unique_ptr<Waiter> waiter_;
+  std::mutex channel_mu_[kChannels];  // one operation per channel at a time
+};
+
+}  // namespace gang::backends::shm_impl

@@ -1,0 +1,338 @@
+#include "backends/shm/shm_collectives.h"
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "base/error.h"
+#include "core/collective.h"
+#include "core/reduce.h"
+#include "core/types.h"
+
+namespace gang::backends::shm_impl {
+
+namespace {
+
+using core::OpKind;
+using core::ReduceOp;
+
+const uint8_t* in_bytes(const void* p) { return static_cast<const uint8_t*>(p); }
+uint8_t* out_bytes(void* p) { return static_cast<uint8_t*>(p); }
+
+void copy(void* to, const void* from, size_t n) {
+  if (n != 0 && to != from) std::memcpy(to, from, n);
+}
+
+uint64_t hash_counts(const std::vector<size_t>& v) {
+  uint64_t h = 1469598103934665603ULL;
+  for (size_t x : v) {
+    h ^= static_cast<uint64_t>(x);
+    h *= 1099511628211ULL;
+  }
+  return h;
+}
+
+bool rooted(OpKind k) {
+  return k == OpKind::kReduce || k == OpKind::kBroadcast ||
+         k == OpKind::kGather || k == OpKind::kScatter;
+}
+
+bool reduces(OpKind k) {
+  return k == OpKind::kAllReduce || k == OpKind::kReduce ||
+         k == OpKind::kReduceScatter || k == OpKind::kReduceScatterV;
+}
+
+// One operation in progress on one channel.
+class Run {
+ public:
+  Run(Segment& s, const Waiter& w, int rank, int channel, const core::Operation& op)
+      : seg_(s), waiter_(w), me_(rank), n_(s.size()), ch_(channel), op_(op),
+        a_(op.args), es_(core::dtype_size(op.args.dtype)),
+        chunk_(s.slot_bytes(channel) / es_ * es_) {
+    OpDesc& d = seg_.rank_block(me_).channel[ch_].desc[op.seq % 2];
+    d.seq = op.seq;
+    d.kind = static_cast<uint32_t>(a_.kind);
+    d.dtype = static_cast<uint32_t>(a_.dtype);
+    d.op = reduces(a_.kind) ? static_cast<uint32_t>(a_.op) : 0;
+    d.root = rooted(a_.kind) ? a_.root : -1;
+    const bool v = a_.kind == OpKind::kAllGatherV || a_.kind == OpKind::kReduceScatterV;
+    d.count = v || a_.kind == OpKind::kAllToAllV ? 0 : a_.count;
+    d.total = v ? hash_counts(a_.recv_counts) : 0;
+  }
+
+  int me() const { return me_; }
+  int n() const { return n_; }
+  size_t es() const { return es_; }
+  // Bytes of one chunk (a whole number of elements).
+  size_t chunk() const { return chunk_; }
+  uint8_t* slot(int r) const { return seg_.slot(ch_, r); }
+  const core::CollectiveArgs& args() const { return a_; }
+
+  // The channel's barrier; the first one of the operation also checks
+  // that every rank is in the same operation.
+  void sync() {
+    Barrier& b = seg_.barrier(ch_);
+    const uint32_t gen = b.generation.load(std::memory_order_acquire);
+    if (b.count.fetch_add(1, std::memory_order_acq_rel) ==
+        static_cast<uint32_t>(n_ - 1)) {
+      b.count.store(0, std::memory_order_relaxed);
+      b.generation.store(gen + 1, std::memory_order_release);
+      Waiter::wake_all(b.generation);
+    } else {
+      waiter_.wait_change(b.generation, gen, op_.deadline);
+    }
+    if (!checked_) {
+      checked_ = true;
+      check_peers_agree();
+    }
+  }
+
+ private:
+  void check_peers_agree() const {
+    const OpDesc& mine = seg_.rank_block(me_).channel[ch_].desc[op_.seq % 2];
+    for (int r = 0; r < n_; ++r) {
+      if (r == me_) continue;
+      const OpDesc& theirs = seg_.rank_block(r).channel[ch_].desc[op_.seq % 2];
+      if (theirs.seq != mine.seq || theirs.kind != mine.kind ||
+          theirs.dtype != mine.dtype || theirs.op != mine.op ||
+          theirs.root != mine.root || theirs.count != mine.count ||
+          theirs.total != mine.total) {
+        fail(Status::kMismatch, "shm: rank ", me_, " is in ",
+             core::op_api_name(a_.kind), " #", mine.seq, " (dtype ", mine.dtype,
+             ", op ", mine.op, ", root ", mine.root, ", count ", mine.count,
+             ") but rank ", r, " in ",
+             core::op_api_name(static_cast<OpKind>(theirs.kind)), " #", theirs.seq,
+             " (dtype ", theirs.dtype, ", op ", theirs.op, ", root ",
+             theirs.root, ", count ", theirs.count,
+             theirs.total != mine.total ? ", other per-rank counts" : "", ")");
+      }
+    }
+  }
+
+  Segment& seg_;
+  const Waiter& waiter_;
+  int me_, n_, ch_;
+  const core::Operation& op_;
+  const core::CollectiveArgs& a_;
+  size_t es_, chunk_;
+  bool checked_ = false;
+};
+
+// out = rank-order reduction of the n slots' first `bytes` bytes.
+void reduce_slots(Run& r, void* out, size_t bytes) {
+  const auto& a = r.args();
+  const size_t count = bytes / r.es();
+  if (count == 0) return;
+  const ReduceOp op = a.op == ReduceOp::kAvg ? ReduceOp::kSum : a.op;
+  if (r.n() == 1) {
+    copy(out, r.slot(0), bytes);
+  } else {
+    core::reduce(out, r.slot(0), r.slot(1), count, a.dtype, op);
+    for (int p = 2; p < r.n(); ++p) core::reduce(out, out, r.slot(p), count, a.dtype, op);
+  }
+  if (a.op == ReduceOp::kAvg) core::finish_avg(out, count, a.dtype, r.n());
+}
+
+void all_reduce(Run& r, bool only_root) {
+  const auto& a = r.args();
+  const size_t bytes = a.count * r.es();
+  const bool receives = !only_root || r.me() == a.root;
+  for (size_t off = 0; off < bytes || off == 0; off += r.chunk()) {
+    const size_t len = std::min(r.chunk(), bytes - off);
+    copy(r.slot(r.me()), in_bytes(a.send) + off, len);
+    r.sync();
+    if (receives) reduce_slots(r, out_bytes(a.recv) + off, len);
+    r.sync();
+    if (bytes == 0) break;
+  }
+}
+
+void broadcast(Run& r) {
+  const auto& a = r.args();
+  const size_t bytes = a.count * r.es();
+  for (size_t off = 0; off < bytes || off == 0; off += r.chunk()) {
+    const size_t len = std::min(r.chunk(), bytes - off);
+    if (r.me() == a.root) copy(r.slot(a.root), in_bytes(a.recv) + off, len);
+    r.sync();
+    if (r.me() != a.root) copy(out_bytes(a.recv) + off, r.slot(a.root), len);
+    r.sync();
+    if (bytes == 0) break;
+  }
+}
+
+// all_gather(v) and gather: rank p contributes counts[p] elements to recv at
+// offsets[p]; `only_root` for gather.
+void gather_like(Run& r, const std::vector<size_t>& counts, bool only_root) {
+  const auto& a = r.args();
+  std::vector<size_t> at(counts.size());
+  size_t most = 0, sum = 0;
+  for (size_t p = 0; p < counts.size(); ++p) {
+    at[p] = sum * r.es();
+    sum += counts[p];
+    most = std::max(most, counts[p] * r.es());
+  }
+  const bool receives = !only_root || r.me() == a.root;
+  const size_t mine = counts[static_cast<size_t>(r.me())] * r.es();
+  for (size_t off = 0; off < most || off == 0; off += r.chunk()) {
+    if (off < mine) {
+      copy(r.slot(r.me()), in_bytes(a.send) + off, std::min(r.chunk(), mine - off));
+    }
+    r.sync();
+    if (receives) {
+      for (int p = 0; p < r.n(); ++p) {
+        const size_t theirs = counts[static_cast<size_t>(p)] * r.es();
+        if (off >= theirs) continue;
+        copy(out_bytes(a.recv) + at[static_cast<size_t>(p)] + off, r.slot(p),
+             std::min(r.chunk(), theirs - off));
+      }
+    }
+    r.sync();
+    if (most == 0) break;
+  }
+}
+
+void scatter(Run& r) {
+  const auto& a = r.args();
+  const size_t bytes = a.count * r.es();
+  for (size_t off = 0; off < bytes || off == 0; off += r.chunk()) {
+    const size_t len = std::min(r.chunk(), bytes - off);
+    if (r.me() == a.root) {
+      for (int p = 0; p < r.n(); ++p) {
+        copy(r.slot(p), in_bytes(a.send) + static_cast<size_t>(p) * bytes + off, len);
+      }
+    }
+    r.sync();
+    copy(out_bytes(a.recv) + off, r.slot(r.me()), len);
+    r.sync();
+    if (bytes == 0) break;
+  }
+}
+
+// reduce_scatter(v): rank p gets the reduction of every rank's block p.
+void reduce_scatter(Run& r, const std::vector<size_t>& counts) {
+  const auto& a = r.args();
+  size_t at = 0;
+  for (int p = 0; p < r.n(); ++p) {
+    const size_t bytes = counts[static_cast<size_t>(p)] * r.es();
+    // In place (recv inside send at this rank's block) is safe: block p is
+    // read into the slot before anyone writes an output.
+    for (size_t off = 0; off < bytes; off += r.chunk()) {
+      const size_t len = std::min(r.chunk(), bytes - off);
+      copy(r.slot(r.me()), in_bytes(a.send) + at + off, len);
+      r.sync();
+      if (p == r.me()) reduce_slots(r, out_bytes(a.recv) + off, len);
+      r.sync();
+    }
+    at += bytes;
+  }
+  if (at == 0) r.sync();  // an empty operation still meets once
+}
+
+// all_to_all(v): each slot is cut into n boxes, box p for rank p.
+void all_to_all(Run& r, const std::vector<size_t>& send_counts,
+                const std::vector<size_t>& recv_counts) {
+  const auto& a = r.args();
+  const size_t n = static_cast<size_t>(r.n());
+  const size_t box = r.chunk() / n / r.es() * r.es();
+  if (box == 0) {
+    fail(Status::kUnsupported, "shm: the slot is too small for all_to_all over ",
+         n, " ranks");
+  }
+  std::vector<size_t> send_at(n), recv_at(n);
+  size_t most = 0;
+  for (size_t p = 0, s = 0, q = 0; p < n; ++p) {
+    send_at[p] = s;
+    recv_at[p] = q;
+    s += send_counts[p] * r.es();
+    q += recv_counts[p] * r.es();
+    most = std::max({most, send_counts[p] * r.es(), recv_counts[p] * r.es()});
+  }
+  // Every rank must run the same number of rounds: agree on the largest
+  // block first, and check that what each rank sends is what its peer
+  // expects.
+  auto* said = reinterpret_cast<uint64_t*>(r.slot(r.me()));
+  for (size_t p = 0; p < n; ++p) said[p] = send_counts[p];
+  said[n] = most;
+  r.sync();
+  for (size_t p = 0; p < n; ++p) {
+    const auto* theirs = reinterpret_cast<const uint64_t*>(r.slot(static_cast<int>(p)));
+    most = std::max<size_t>(most, theirs[n]);
+    if (theirs[r.me()] != recv_counts[p]) {
+      const uint64_t sent = theirs[r.me()];
+      fail(Status::kMismatch, "shm: all_to_allv: rank ", p, " sends ", sent,
+           " elements to rank ", r.me(), ", which expects ", recv_counts[p]);
+    }
+  }
+  r.sync();
+  for (size_t off = 0; off < most; off += box) {
+    for (size_t p = 0; p < n; ++p) {
+      const size_t bytes = send_counts[p] * r.es();
+      if (off < bytes) {
+        copy(r.slot(r.me()) + p * box, in_bytes(a.send) + send_at[p] + off,
+             std::min(box, bytes - off));
+      }
+    }
+    r.sync();
+    for (size_t p = 0; p < n; ++p) {
+      const size_t bytes = recv_counts[p] * r.es();
+      if (off < bytes) {
+        copy(out_bytes(a.recv) + recv_at[p] + off,
+             r.slot(static_cast<int>(p)) + static_cast<size_t>(r.me()) * box,
+             std::min(box, bytes - off));
+      }
+    }
+    r.sync();
+  }
+}
+
+}  // namespace
+
+void run_collective(Segment& segment, const Waiter& waiter, int rank,
+                    int channel, const core::Operation& op) {
+  Run r(segment, waiter, rank, channel, op);
+  const auto& a = op.args;
+  const size_t n = static_cast<size_t>(segment.size());
+  switch (a.kind) {
+    case OpKind::kAllReduce:
+      all_reduce(r, false);
+      break;
+    case OpKind::kReduce:
+      all_reduce(r, true);
+      break;
+    case OpKind::kBroadcast:
+      broadcast(r);
+      break;
+    case OpKind::kAllGather:
+      gather_like(r, std::vector<size_t>(n, a.count), false);
+      break;
+    case OpKind::kGather:
+      gather_like(r, std::vector<size_t>(n, a.count), true);
+      break;
+    case OpKind::kAllGatherV:
+      gather_like(r, a.recv_counts, false);
+      break;
+    case OpKind::kScatter:
+      scatter(r);
+      break;
+    case OpKind::kReduceScatter:
+      reduce_scatter(r, std::vector<size_t>(n, a.count));
+      break;
+    case OpKind::kReduceScatterV:
+      reduce_scatter(r, a.recv_counts);
+      break;
+    case OpKind::kAllToAll:
+      all_to_all(r, std::vector<size_t>(n, a.count), std::vector<size_t>(n, a.count));
+      break;
+    case OpKind::kAllToAllV:
+      all_to_all(r, a.send_counts, a.recv_counts);
+      break;
+    case OpKind::kBarrier:
+      r.sync();
+      break;
+    case OpKind::kSend:
+    case OpKind::kRecv:
+      fail(Status::kInternal, "shm: run_collective got a point-to-point operation");
+  }
+}
+
+}  // namespace gang::backends::shm_impl

@@ -1,0 +1,20 @@
+// The shm backend's collectives: every rank stages its part in its own slot
+// of the channel, the ranks meet at the channel's barrier, and each reads
+// what it needs from the others' slots; large buffers go in slot-sized
+// chunks. Reductions combine the ranks' inputs in rank order on every rank,
+// so every rank computes the same bits. Each operation first publishes what
+// it is (kind, dtype, op, root, counts); a rank that finds a peer in another
+// operation fails with kMismatch naming both.
+#pragma once
+
+#include "backends/shm/shm_segment.h"
+#include "backends/shm/shm_wait.h"
+#include "core/backend.h"
+
+namespace gang::backends::shm_impl {
+
+// Runs one collective of `op` (not send/recv) on channel `channel`.
+void run_collective(Segment& segment, const Waiter& waiter, int rank,
+                    int channel, const core::Operation& op);
+
+}  // namespace gang::backends::shm_impl

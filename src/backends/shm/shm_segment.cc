@@ -1,0 +1,119 @@
+#include "backends/shm/shm_segment.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <new>
+
+#include "base/error.h"
+#include "base/text.h"
+#include "base/unique_fd.h"
+#include "store/store.h"
+
+namespace gang::backends::shm_impl {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using Millis = std::chrono::milliseconds;
+
+constexpr uint64_t kMagic = 0x67616e672d73686dULL;  // "gang-shm"
+constexpr size_t kPage = 4096;
+
+size_t round_up(size_t n, size_t to) { return (n + to - 1) / to * to; }
+
+Millis left(Clock::time_point deadline) {
+  const auto ms = std::chrono::duration_cast<Millis>(deadline - Clock::now());
+  return ms < Millis(1) ? Millis(1) : ms;
+}
+
+std::string text(const store::Bytes& b) { return std::string(b.begin(), b.end()); }
+store::Bytes bytes(const std::string& s) { return store::Bytes(s.begin(), s.end()); }
+
+}  // namespace
+
+void Segment::lay_out(int size, const uint32_t (&slot_bytes)[kChannels]) {
+  size_ = size;
+  size_t at = round_up(sizeof(Header), kLine);
+  ranks_at_ = at;
+  at += round_up(sizeof(RankBlock) * static_cast<size_t>(size), kLine);
+  barriers_at_ = at;
+  at += sizeof(Barrier) * kChannels;
+  for (int c = 0; c < kChannels; ++c) {
+    at = round_up(at, kPage);
+    slots_at_[c] = at;
+    at += static_cast<size_t>(slot_bytes[c]) * static_cast<size_t>(size);
+  }
+  bytes_ = round_up(at, kPage);
+}
+
+std::unique_ptr<Segment> Segment::open(store::Store& store, int rank, int size,
+                                       const uint32_t (&slot_bytes)[kChannels],
+                                       Clock::time_point deadline) {
+  std::unique_ptr<Segment> s(new Segment());
+  s->lay_out(size, slot_bytes);
+  base::UniqueFd fd;
+  if (rank == 0) {
+    fd = base::UniqueFd(::memfd_create("gang-shm", MFD_CLOEXEC));
+    if (!fd.valid()) {
+      fail(Status::kSystem, "shm: memfd_create: ", base::errno_text(errno));
+    }
+    if (::ftruncate(fd.get(), static_cast<off_t>(s->bytes_)) != 0) {
+      fail(Status::kSystem, "shm: cannot size the segment to ", s->bytes_,
+           " bytes: ", base::errno_text(errno));
+    }
+  } else {
+    const std::string where = text(store.get("segment", left(deadline)));
+    int pid = 0, theirs = -1;
+    unsigned long long n = 0;
+    if (std::sscanf(where.c_str(), "%d %d %llu", &pid, &theirs, &n) != 3 ||
+        n != s->bytes_) {
+      fail(Status::kMismatch, "shm: rank 0's segment (\"", where,
+           "\") is not the one rank ", rank, " expects (", s->bytes_, " bytes)");
+    }
+    const std::string path = str_cat("/proc/", pid, "/fd/", theirs);
+    fd = base::UniqueFd(::open(path.c_str(), O_RDWR | O_CLOEXEC));
+    if (!fd.valid()) {
+      fail(Status::kUnsupported, "shm: rank ", rank, " cannot open rank 0's "
+           "segment through ", path, ": ", base::errno_text(errno),
+           " (ranks of an shm gang must run as one user on one host)");
+    }
+  }
+  void* p = ::mmap(nullptr, s->bytes_, PROT_READ | PROT_WRITE, MAP_SHARED,
+                   fd.get(), 0);
+  if (p == MAP_FAILED) {
+    fail(Status::kSystem, "shm: mmap of ", s->bytes_, " bytes: ",
+         base::errno_text(errno));
+  }
+  s->base_ = static_cast<uint8_t*>(p);
+  if (rank == 0) {
+    // The file is zero-filled: every atomic starts at 0.
+    Header& h = s->header();
+    h.magic = kMagic;
+    h.size = size;
+    for (int c = 0; c < kChannels; ++c) h.slot_bytes[c] = slot_bytes[c];
+    std::atomic_thread_fence(std::memory_order_release);
+    store.set("segment", bytes(str_cat(::getpid(), " ", fd.get(), " ", s->bytes_)));
+  } else if (s->header().magic != kMagic || s->header().size != size) {
+    fail(Status::kMismatch, "shm: rank 0's segment is for ", s->header().size,
+         " ranks, rank ", rank, " expects ", size);
+  }
+  s->rank_block(rank).pid.store(static_cast<int32_t>(::getpid()),
+                                std::memory_order_release);
+  // Rank 0 keeps its file open until every rank has mapped the segment;
+  // then only the mappings hold it.
+  if (store.add("attached", 1) == size) store.set("all-attached", bytes("1"));
+  store.get("all-attached", left(deadline));
+  return s;
+}
+
+Segment::~Segment() {
+  if (base_ != nullptr) ::munmap(base_, bytes_);
+}
+
+}  // namespace gang::backends::shm_impl

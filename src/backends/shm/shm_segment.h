@@ -1,0 +1,102 @@
+// The shared memory of one shm gang: a header, per-rank blocks and, for each
+// channel (data, fingerprint, control), a barrier and one staging slot per
+// rank.
+//
+// The segment is an anonymous memory file (memfd) of rank 0. The other ranks
+// open it through /proc/<pid>/fd/<fd> of rank 0, which the store names, and
+// map it; once all have (a counter in the store), every rank closes its file
+// and only the mappings keep it. Nothing is ever named in /dev/shm, so
+// nothing can be left behind, whoever dies when.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace gang::store {
+class Store;
+}
+
+namespace gang::backends::shm_impl {
+
+constexpr int kChannels = 3;
+constexpr size_t kLine = 64;
+
+// What a rank says about the operation it is in, for the others to check.
+struct OpDesc {
+  uint64_t seq;
+  uint32_t kind;
+  uint32_t dtype;
+  uint32_t op;
+  int32_t root;
+  uint64_t count;
+  uint64_t total;  // v-collectives: the sum of the counts
+};
+
+// Per rank, per channel: written by that rank only. Two descriptions, by
+// the parity of the operation's number: a rank can be one operation ahead
+// of a peer that is still reading the previous one.
+struct alignas(kLine) RankChannel {
+  OpDesc desc[2];
+};
+
+struct alignas(kLine) RankBlock {
+  std::atomic<int32_t> pid;
+  RankChannel channel[kChannels];
+};
+
+// Per channel: a generation barrier (the futex word) and its counter.
+struct alignas(kLine) Barrier {
+  std::atomic<uint32_t> count;
+  alignas(kLine) std::atomic<uint32_t> generation;
+};
+
+struct alignas(kLine) Header {
+  uint64_t magic;
+  int32_t size;
+  uint32_t slot_bytes[kChannels];
+  // Set by a rank that aborts or fails; every waiter then gives up.
+  alignas(kLine) std::atomic<uint32_t> failed;
+  std::atomic<int32_t> failed_rank;
+};
+
+class Segment {
+ public:
+  // Creates (rank 0) or attaches to (the others) the segment of a gang of
+  // `size` ranks through `store`, by `deadline`. slot_bytes: per channel.
+  static std::unique_ptr<Segment> open(store::Store& store, int rank, int size,
+                                       const uint32_t (&slot_bytes)[kChannels],
+                                       std::chrono::steady_clock::time_point deadline);
+  ~Segment();
+  Segment(const Segment&) = delete;
+  Segment& operator=(const Segment&) = delete;
+
+  Header& header() const { return *reinterpret_cast<Header*>(base_); }
+  RankBlock& rank_block(int r) const {
+    return reinterpret_cast<RankBlock*>(base_ + ranks_at_)[r];
+  }
+  Barrier& barrier(int channel) const {
+    return reinterpret_cast<Barrier*>(base_ + barriers_at_)[channel];
+  }
+  // Rank r's staging slot of a channel: slot_bytes(channel) bytes.
+  uint8_t* slot(int channel, int r) const {
+    return base_ + slots_at_[channel] +
+           static_cast<size_t>(r) * header().slot_bytes[channel];
+  }
+  size_t slot_bytes(int channel) const { return header().slot_bytes[channel]; }
+  int size() const { return size_; }
+
+ private:
+  Segment() = default;
+  void lay_out(int size, const uint32_t (&slot_bytes)[kChannels]);
+
+  uint8_t* base_ = nullptr;
+  size_t bytes_ = 0;
+  int size_ = 0;
+  size_t ranks_at_ = 0, barriers_at_ = 0, slots_at_[kChannels] = {};
+};
+
+}  // namespace gang::backends::shm_impl

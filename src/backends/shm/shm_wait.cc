@@ -1,0 +1,101 @@
+#include "backends/shm/shm_wait.h"
+
+#include <linux/futex.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <ctime>
+
+#include "base/error.h"
+
+namespace gang::backends::shm_impl {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Spins cost nothing to a rank whose peers have cores of their own; yields
+// let a rank that shares a core with its peers hand it over; then sleep.
+constexpr int kSpins = 2000;
+constexpr int kYields = 50;
+constexpr auto kNap = std::chrono::milliseconds(20);
+
+inline void relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
+void futex_wait(const std::atomic<uint32_t>& word, uint32_t seen,
+                std::chrono::nanoseconds for_at_most) {
+  timespec ts;
+  ts.tv_sec = static_cast<time_t>(for_at_most.count() / 1000000000);
+  ts.tv_nsec = static_cast<long>(for_at_most.count() % 1000000000);
+  // Shared (not private) futex: the word lives in a mapping of several
+  // processes.
+  ::syscall(SYS_futex, reinterpret_cast<const uint32_t*>(&word), FUTEX_WAIT,
+            seen, &ts, nullptr, 0);
+}
+
+}  // namespace
+
+void Waiter::wake_all(std::atomic<uint32_t>& word) {
+  ::syscall(SYS_futex, reinterpret_cast<uint32_t*>(&word), FUTEX_WAKE, INT32_MAX,
+            nullptr, nullptr, 0);
+}
+
+void Waiter::check_peers() const {
+  for (int r = 0; r < segment_.size(); ++r) {
+    if (r == rank_) continue;
+    const int32_t pid = segment_.rank_block(r).pid.load(std::memory_order_acquire);
+    if (pid > 0 && ::kill(pid, 0) != 0 && errno == ESRCH) {
+      fail(Status::kPeerLost, "shm: rank ", r, " (pid ", pid, ") is gone");
+    }
+  }
+}
+
+void Waiter::check() const {
+  if (aborted_.load(std::memory_order_acquire)) {
+    fail(Status::kAborted, "the gang was aborted");
+  }
+  const Header& h = segment_.header();
+  if (h.failed.load(std::memory_order_acquire) != 0) {
+    fail(Status::kPeerLost, "shm: rank ",
+         h.failed_rank.load(std::memory_order_acquire),
+         " failed or aborted, so this operation cannot complete");
+  }
+}
+
+void Waiter::wait_change(const std::atomic<uint32_t>& word, uint32_t seen,
+                         Clock::time_point deadline) const {
+  for (int i = 0; i < kSpins; ++i) {
+    if (word.load(std::memory_order_acquire) != seen) return;
+    relax();
+  }
+  for (int i = 0; i < kYields; ++i) {
+    if (word.load(std::memory_order_acquire) != seen) return;
+    sched_yield();
+  }
+  auto next_peer_check = Clock::now();
+  for (;;) {
+    if (word.load(std::memory_order_acquire) != seen) return;
+    check();
+    const auto now = Clock::now();
+    if (now >= deadline) {
+      fail(Status::kTimeout, "shm: the peers did not arrive before the deadline");
+    }
+    if (now >= next_peer_check) {
+      check_peers();
+      next_peer_check = now + std::chrono::milliseconds(100);
+    }
+    const auto nap = std::min<Clock::duration>(deadline - now, kNap);
+    futex_wait(word, seen, std::chrono::duration_cast<std::chrono::nanoseconds>(nap));
+  }
+}
+
+}  // namespace gang::backends::shm_impl
