@@ -49,7 +49,7 @@ core::BackendWorkPtr ShmBackend::post(const core::Operation& op) {
   const int channel = channel_index(op.channel);
   std::lock_guard<std::mutex> lock(channel_mu_[channel]);
   try {
-    run_collective(*segment_, *waiter_, rank_, channel, op);
+    run_collective(*segment_, *waiter_, rank_, channel, phase_[channel], op);
   } catch (const Error& e) {
     // Peers waiting for this rank would otherwise wait for the deadline.
     if (e.status() != Status::kMismatch) fail_everyone();

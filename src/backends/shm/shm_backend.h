@@ -36,6 +36,7 @@ class ShmBackend final : public core::Backend {
   std::atomic<bool> aborted_{false};
   std::unique_ptr<Waiter> waiter_;
   std::mutex channel_mu_[kChannels];  // one operation per channel at a time
+  uint64_t phase_[kChannels] = {};    // meetings per channel (shm_collectives)
 };
 
 }  // namespace gang::backends::shm_impl

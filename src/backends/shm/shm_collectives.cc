@@ -45,10 +45,12 @@ bool reduces(OpKind k) {
 // One operation in progress on one channel.
 class Run {
  public:
-  Run(Segment& s, const Waiter& w, int rank, int channel, const core::Operation& op)
-      : seg_(s), waiter_(w), me_(rank), n_(s.size()), ch_(channel), op_(op),
-        a_(op.args), es_(core::dtype_size(op.args.dtype)),
-        chunk_(s.slot_bytes(channel) / es_ * es_) {
+  Run(Segment& s, const Waiter& w, int rank, int channel, uint64_t& phase,
+      const core::Operation& op)
+      : seg_(s), waiter_(w), me_(rank), n_(s.size()), ch_(channel),
+        phase_(phase), op_(op), a_(op.args),
+        es_(core::dtype_size(op.args.dtype)),
+        chunk_(s.slot_bytes(channel) / 2 / es_ * es_) {
     OpDesc& d = seg_.rank_block(me_).channel[ch_].desc[op.seq % 2];
     d.seq = op.seq;
     d.kind = static_cast<uint32_t>(a_.kind);
@@ -65,7 +67,13 @@ class Run {
   size_t es() const { return es_; }
   // Bytes of one chunk (a whole number of elements).
   size_t chunk() const { return chunk_; }
-  uint8_t* slot(int r) const { return seg_.slot(ch_, r); }
+  // Each slot has two halves, used by turns: what a rank writes before a
+  // meeting goes to the half of this turn, what it reads after the meeting
+  // comes from the half of the turn that meeting closed. A rank can be at
+  // most one meeting ahead of another, so it never writes the half a peer
+  // still reads, and no meeting is needed after the last read.
+  uint8_t* slot(int r) const { return half(r, phase_); }
+  const uint8_t* staged(int r) const { return half(r, phase_ - 1); }
   const core::CollectiveArgs& args() const { return a_; }
 
   // The channel's barrier; the first one of the operation also checks
@@ -81,6 +89,7 @@ class Run {
     } else {
       waiter_.wait_change(b.generation, gen, op_.deadline);
     }
+    ++phase_;
     if (!checked_) {
       checked_ = true;
       check_peers_agree();
@@ -109,9 +118,14 @@ class Run {
     }
   }
 
+  uint8_t* half(int r, uint64_t turn) const {
+    return seg_.slot(ch_, r) + (turn % 2) * (seg_.slot_bytes(ch_) / 2);
+  }
+
   Segment& seg_;
   const Waiter& waiter_;
   int me_, n_, ch_;
+  uint64_t& phase_;  // meetings so far on this channel, the same on every rank
   const core::Operation& op_;
   const core::CollectiveArgs& a_;
   size_t es_, chunk_;
@@ -125,10 +139,10 @@ void reduce_slots(Run& r, void* out, size_t bytes) {
   if (count == 0) return;
   const ReduceOp op = a.op == ReduceOp::kAvg ? ReduceOp::kSum : a.op;
   if (r.n() == 1) {
-    copy(out, r.slot(0), bytes);
+    copy(out, r.staged(0), bytes);
   } else {
-    core::reduce(out, r.slot(0), r.slot(1), count, a.dtype, op);
-    for (int p = 2; p < r.n(); ++p) core::reduce(out, out, r.slot(p), count, a.dtype, op);
+    core::reduce(out, r.staged(0), r.staged(1), count, a.dtype, op);
+    for (int p = 2; p < r.n(); ++p) core::reduce(out, out, r.staged(p), count, a.dtype, op);
   }
   if (a.op == ReduceOp::kAvg) core::finish_avg(out, count, a.dtype, r.n());
 }
@@ -142,7 +156,6 @@ void all_reduce(Run& r, bool only_root) {
     copy(r.slot(r.me()), in_bytes(a.send) + off, len);
     r.sync();
     if (receives) reduce_slots(r, out_bytes(a.recv) + off, len);
-    r.sync();
     if (bytes == 0) break;
   }
 }
@@ -154,8 +167,7 @@ void broadcast(Run& r) {
     const size_t len = std::min(r.chunk(), bytes - off);
     if (r.me() == a.root) copy(r.slot(a.root), in_bytes(a.recv) + off, len);
     r.sync();
-    if (r.me() != a.root) copy(out_bytes(a.recv) + off, r.slot(a.root), len);
-    r.sync();
+    if (r.me() != a.root) copy(out_bytes(a.recv) + off, r.staged(a.root), len);
     if (bytes == 0) break;
   }
 }
@@ -182,11 +194,10 @@ void gather_like(Run& r, const std::vector<size_t>& counts, bool only_root) {
       for (int p = 0; p < r.n(); ++p) {
         const size_t theirs = counts[static_cast<size_t>(p)] * r.es();
         if (off >= theirs) continue;
-        copy(out_bytes(a.recv) + at[static_cast<size_t>(p)] + off, r.slot(p),
+        copy(out_bytes(a.recv) + at[static_cast<size_t>(p)] + off, r.staged(p),
              std::min(r.chunk(), theirs - off));
       }
     }
-    r.sync();
     if (most == 0) break;
   }
 }
@@ -202,8 +213,7 @@ void scatter(Run& r) {
       }
     }
     r.sync();
-    copy(out_bytes(a.recv) + off, r.slot(r.me()), len);
-    r.sync();
+    copy(out_bytes(a.recv) + off, r.staged(r.me()), len);
     if (bytes == 0) break;
   }
 }
@@ -221,7 +231,6 @@ void reduce_scatter(Run& r, const std::vector<size_t>& counts) {
       copy(r.slot(r.me()), in_bytes(a.send) + at + off, len);
       r.sync();
       if (p == r.me()) reduce_slots(r, out_bytes(a.recv) + off, len);
-      r.sync();
     }
     at += bytes;
   }
@@ -255,7 +264,7 @@ void all_to_all(Run& r, const std::vector<size_t>& send_counts,
   said[n] = most;
   r.sync();
   for (size_t p = 0; p < n; ++p) {
-    const auto* theirs = reinterpret_cast<const uint64_t*>(r.slot(static_cast<int>(p)));
+    const auto* theirs = reinterpret_cast<const uint64_t*>(r.staged(static_cast<int>(p)));
     most = std::max<size_t>(most, theirs[n]);
     if (theirs[r.me()] != recv_counts[p]) {
       const uint64_t sent = theirs[r.me()];
@@ -263,7 +272,6 @@ void all_to_all(Run& r, const std::vector<size_t>& send_counts,
            " elements to rank ", r.me(), ", which expects ", recv_counts[p]);
     }
   }
-  r.sync();
   for (size_t off = 0; off < most; off += box) {
     for (size_t p = 0; p < n; ++p) {
       const size_t bytes = send_counts[p] * r.es();
@@ -277,19 +285,18 @@ void all_to_all(Run& r, const std::vector<size_t>& send_counts,
       const size_t bytes = recv_counts[p] * r.es();
       if (off < bytes) {
         copy(out_bytes(a.recv) + recv_at[p] + off,
-             r.slot(static_cast<int>(p)) + static_cast<size_t>(r.me()) * box,
+             r.staged(static_cast<int>(p)) + static_cast<size_t>(r.me()) * box,
              std::min(box, bytes - off));
       }
     }
-    r.sync();
   }
 }
 
 }  // namespace
 
 void run_collective(Segment& segment, const Waiter& waiter, int rank,
-                    int channel, const core::Operation& op) {
-  Run r(segment, waiter, rank, channel, op);
+                    int channel, uint64_t& phase, const core::Operation& op) {
+  Run r(segment, waiter, rank, channel, phase, op);
   const auto& a = op.args;
   const size_t n = static_cast<size_t>(segment.size());
   switch (a.kind) {

@@ -2,7 +2,8 @@
 // of the channel, the ranks meet at the channel's barrier, and each reads
 // what it needs from the others' slots; large buffers go in slot-sized
 // chunks. Reductions combine the ranks' inputs in rank order on every rank,
-// so every rank computes the same bits. Each operation first publishes what
+// so every rank computes the same bits; slots are used by halves in turns,
+// so one meeting per chunk suffices. Each operation first publishes what
 // it is (kind, dtype, op, root, counts); a rank that finds a peer in another
 // operation fails with kMismatch naming both.
 #pragma once
@@ -13,8 +14,9 @@
 
 namespace gang::backends::shm_impl {
 
-// Runs one collective of `op` (not send/recv) on channel `channel`.
+// Runs one collective of `op` (not send/recv) on channel `channel`. phase:
+// the channel's count of meetings, kept by the caller across operations.
 void run_collective(Segment& segment, const Waiter& waiter, int rank,
-                    int channel, const core::Operation& op);
+                    int channel, uint64_t& phase, const core::Operation& op);
 
 }  // namespace gang::backends::shm_impl
