@@ -17,11 +17,18 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Spins cost nothing to a rank whose peers have cores of their own; yields
-// let a rank that shares a core with its peers hand it over; then sleep.
+// Spins cost nothing to a rank whose peers have cores of their own (and are
+// skipped when the gang has more ranks than the host has cores); yields let
+// a rank that shares a core with its peers hand it over, for a while; then
+// sleep on the futex.
 constexpr int kSpins = 2000;
-constexpr int kYields = 50;
+constexpr auto kYieldFor = std::chrono::microseconds(500);
 constexpr auto kNap = std::chrono::milliseconds(20);
+
+bool more_ranks_than_cores(int size) {
+  static const long cores = ::sysconf(_SC_NPROCESSORS_ONLN);
+  return cores > 0 && size > cores;
+}
 
 inline void relax() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -73,12 +80,16 @@ void Waiter::check() const {
 
 void Waiter::wait_change(const std::atomic<uint32_t>& word, uint32_t seen,
                          Clock::time_point deadline) const {
-  for (int i = 0; i < kSpins; ++i) {
-    if (word.load(std::memory_order_acquire) != seen) return;
-    relax();
+  if (!more_ranks_than_cores(segment_.size())) {
+    for (int i = 0; i < kSpins; ++i) {
+      if (word.load(std::memory_order_acquire) != seen) return;
+      relax();
+    }
   }
-  for (int i = 0; i < kYields; ++i) {
+  const auto stop_yielding = std::min(deadline, Clock::now() + kYieldFor);
+  for (int i = 0;; ++i) {
     if (word.load(std::memory_order_acquire) != seen) return;
+    if ((i & 15) == 15 && Clock::now() >= stop_yielding) break;
     sched_yield();
   }
   auto next_peer_check = Clock::now();
