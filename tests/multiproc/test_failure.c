@@ -243,9 +243,15 @@ static int rank_abort(gang_t* g, int rank, int size, void* arg) {
 }
 
 static void test_abort_from_thread(void** s) {
+  const char* backend = getenv("GANG_TEST_BACKEND");
   (void)s;
-  assert_int_equal(gang_test_run_ranks(2, "gloo", rank_abort, NULL, TIMEOUT_MS, WALL_S), 0);
-  assert_int_equal(gang_test_run_ranks(3, "gloo", rank_abort, NULL, TIMEOUT_MS, WALL_S), 0);
+  if (backend != NULL && strcmp(backend, "shm") == 0) {
+    /* The peer blocks in a tagged receive. */
+    fprintf(stderr, "skipped: needs send/recv, which the shm backend does not have yet\n");
+    skip();
+  }
+  assert_int_equal(gang_test_run_ranks(2, NULL, rank_abort, NULL, TIMEOUT_MS, WALL_S), 0);
+  assert_int_equal(gang_test_run_ranks(3, NULL, rank_abort, NULL, TIMEOUT_MS, WALL_S), 0);
 }
 
 /* gang_abort of an idle gang: later calls fail, destroy works. */
@@ -269,7 +275,7 @@ static int rank_abort_idle(gang_t* g, int rank, int size, void* arg) {
 
 static void test_abort_idle(void** s) {
   (void)s;
-  assert_int_equal(gang_test_run_ranks(2, "gloo", rank_abort_idle, NULL, TIMEOUT_MS, WALL_S), 0);
+  assert_int_equal(gang_test_run_ranks(2, NULL, rank_abort_idle, NULL, TIMEOUT_MS, WALL_S), 0);
 }
 
 /* ---- (c) a rank that never joins ------------------------------------------------------- */
@@ -306,7 +312,7 @@ static int rank_never_joins(gang_t* g, int rank, int size, void* arg) {
 
 static void test_timeout_absent_rank(void** s) {
   (void)s;
-  assert_int_equal(gang_test_run_ranks(3, "gloo", rank_never_joins, NULL, TIMEOUT_MS, WALL_S), 0);
+  assert_int_equal(gang_test_run_ranks(3, NULL, rank_never_joins, NULL, TIMEOUT_MS, WALL_S), 0);
 }
 
 /* gang_set_timeout applies to operations issued afterwards. */
@@ -335,7 +341,7 @@ static int rank_set_timeout(gang_t* g, int rank, int size, void* arg) {
 
 static void test_set_timeout(void** s) {
   (void)s;
-  assert_int_equal(gang_test_run_ranks(2, "gloo", rank_set_timeout, NULL, TIMEOUT_MS, WALL_S), 0);
+  assert_int_equal(gang_test_run_ranks(2, NULL, rank_set_timeout, NULL, TIMEOUT_MS, WALL_S), 0);
 }
 
 /* gang_destroy with an operation in flight is bounded by the timeout; the
@@ -377,7 +383,7 @@ static int rank_destroy_in_flight(gang_t* g, int rank, int size, void* arg) {
 
 static void test_destroy_in_flight(void** s) {
   (void)s;
-  assert_int_equal(gang_test_run_ranks(2, "gloo", rank_destroy_in_flight, NULL, TIMEOUT_MS,
+  assert_int_equal(gang_test_run_ranks(2, NULL, rank_destroy_in_flight, NULL, TIMEOUT_MS,
                                        WALL_S), 0);
 }
 
@@ -427,7 +433,7 @@ static void test_abort_is_per_gang(void** s) {
   int aborter;
   (void)s;
   for (aborter = 0; aborter < 3; ++aborter) {
-    assert_int_equal(gang_test_run_ranks(3, "gloo", rank_abort_is_per_gang, &aborter,
+    assert_int_equal(gang_test_run_ranks(3, NULL, rank_abort_is_per_gang, &aborter,
                                          TIMEOUT_MS, WALL_S), 0);
   }
 }
@@ -456,7 +462,7 @@ static int rank_no_sigpipe(gang_t* g, int rank, int size, void* arg) {
 
 static void test_no_sigpipe_after_peer_abort(void** s) {
   (void)s;
-  assert_int_equal(gang_test_run_ranks(3, "gloo", rank_no_sigpipe, NULL, TIMEOUT_MS, WALL_S), 0);
+  assert_int_equal(gang_test_run_ranks(3, NULL, rank_no_sigpipe, NULL, TIMEOUT_MS, WALL_S), 0);
 }
 
 int main(int argc, char** argv) {

@@ -52,7 +52,11 @@ core::BackendWorkPtr ShmBackend::post(const core::Operation& op) {
     run_collective(*segment_, *waiter_, rank_, channel, phase_[channel], op);
   } catch (const Error& e) {
     // Peers waiting for this rank would otherwise wait for the deadline.
-    if (e.status() != Status::kMismatch) fail_everyone();
+    // Not for a mismatch (every rank sees it) or a timeout (every rank
+    // waits for the same late peer and says so itself).
+    if (e.status() != Status::kMismatch && e.status() != Status::kTimeout) {
+      fail_everyone();
+    }
     throw;
   }
   return nullptr;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "base/error.h"
@@ -106,16 +107,20 @@ class Run {
           theirs.dtype != mine.dtype || theirs.op != mine.op ||
           theirs.root != mine.root || theirs.count != mine.count ||
           theirs.total != mine.total) {
-        fail(Status::kMismatch, "shm: rank ", me_, " is in ",
-             core::op_api_name(a_.kind), " #", mine.seq, " (dtype ", mine.dtype,
-             ", op ", mine.op, ", root ", mine.root, ", count ", mine.count,
-             ") but rank ", r, " in ",
-             core::op_api_name(static_cast<OpKind>(theirs.kind)), " #", theirs.seq,
-             " (dtype ", theirs.dtype, ", op ", theirs.op, ", root ",
-             theirs.root, ", count ", theirs.count,
-             theirs.total != mine.total ? ", other per-rank counts" : "", ")");
+        fail(Status::kMismatch, "shm: rank ", me_, " is in ", describe(mine),
+             " but rank ", r, " in ", describe(theirs),
+             theirs.total != mine.total ? " (other per-rank counts)" : "");
       }
     }
+  }
+
+  static std::string describe(const OpDesc& d) {
+    const auto kind = static_cast<OpKind>(d.kind);
+    std::string s = str_cat(core::op_api_name(kind), " #", d.seq, " (",
+                            core::dtype_name(static_cast<core::DType>(d.dtype)));
+    if (reduces(kind)) s += str_cat(", ", core::reduce_op_name(static_cast<ReduceOp>(d.op)));
+    if (d.root >= 0) s += str_cat(", root ", d.root);
+    return s + str_cat(", count ", d.count, ")");
   }
 
   uint8_t* half(int r, uint64_t turn) const {
