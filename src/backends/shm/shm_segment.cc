@@ -97,7 +97,7 @@ std::unique_ptr<Segment> Segment::open(store::Store& store, int rank, int size,
     h.magic = kMagic;
     h.size = size;
     for (int c = 0; c < kChannels; ++c) h.slot_bytes[c] = slot_bytes[c];
-    std::atomic_thread_fence(std::memory_order_release);
+    // The others read the header only after they read this key.
     store.set("segment", bytes(str_cat(::getpid(), " ", fd.get(), " ", s->bytes_)));
   } else if (s->header().magic != kMagic || s->header().size != size) {
     fail(Status::kMismatch, "shm: rank 0's segment is for ", s->header().size,
