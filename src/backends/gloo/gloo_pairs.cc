@@ -75,9 +75,14 @@ class AuthPair final : public tcp::Pair {
     connected_.store(false, std::memory_order_release);
   }
 
+  // Closes here, not in Gloo's destructor: once this one returns, the event
+  // loop would still call handleEvents of a pair whose candidates are gone.
+  // Closing unregisters the connection and waits for the loop's next tick,
+  // so no call is in flight or can come when the members go.
   ~AuthPair() override {
     std::lock_guard<std::mutex> lock(m_);
     drop_all();
+    if (state_ != CLOSED) changeState(CLOSED);
   }
 
   void connect(const std::vector<char>& bytes) override {

@@ -95,11 +95,18 @@ void Waiter::wait_change(const std::atomic<uint32_t>& word, uint32_t seen,
   auto next_peer_check = Clock::now();
   for (;;) {
     if (word.load(std::memory_order_acquire) != seen) return;
-    check();
-    const auto now = Clock::now();
-    if (now >= deadline) {
-      fail(Status::kTimeout, "shm: the peers did not arrive before the deadline");
+    if (aborted_.load(std::memory_order_acquire)) {
+      fail(Status::kAborted, "the gang was aborted");
     }
+    const auto now = Clock::now();
+    // A peer that gave up at the same deadline (a rank all of them wait
+    // for never came) is a timeout here too, as on Gloo.
+    if (now >= deadline - std::chrono::milliseconds(50)) {
+      if (now >= deadline || segment_.header().failed.load(std::memory_order_acquire)) {
+        fail(Status::kTimeout, "shm: the peers did not arrive before the deadline");
+      }
+    }
+    check();
     if (now >= next_peer_check) {
       check_peers();
       next_peer_check = now + std::chrono::milliseconds(100);
