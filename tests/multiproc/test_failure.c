@@ -243,13 +243,7 @@ static int rank_abort(gang_t* g, int rank, int size, void* arg) {
 }
 
 static void test_abort_from_thread(void** s) {
-  const char* backend = getenv("GANG_TEST_BACKEND");
   (void)s;
-  if (backend != NULL && strcmp(backend, "shm") == 0) {
-    /* The peer blocks in a tagged receive. */
-    fprintf(stderr, "skipped: needs send/recv, which the shm backend does not have yet\n");
-    skip();
-  }
   assert_int_equal(gang_test_run_ranks(2, NULL, rank_abort, NULL, TIMEOUT_MS, WALL_S), 0);
   assert_int_equal(gang_test_run_ranks(3, NULL, rank_abort, NULL, TIMEOUT_MS, WALL_S), 0);
 }

@@ -28,7 +28,7 @@
 #define WALL_S 60
 
 static void run(int n, gang_test_fn fn) {
-  assert_int_equal(gang_test_run_ranks(n, "gloo", fn, NULL, GANG_TIMEOUT_MS, WALL_S), 0);
+  assert_int_equal(gang_test_run_ranks(n, NULL, fn, NULL, GANG_TIMEOUT_MS, WALL_S), 0);
 }
 
 /* A small deterministic generator (the C library's rand() state is global

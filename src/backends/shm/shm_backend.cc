@@ -26,26 +26,23 @@ int channel_index(core::Channel c) {
 }  // namespace
 
 ShmBackend::ShmBackend(const core::BackendConfig& config,
-                       std::unique_ptr<Segment> segment)
+                       std::shared_ptr<Segment> segment)
     : rank_(config.rank), size_(config.size), segment_(std::move(segment)) {
-  // Sends and receives are not there yet; the core keeps them in issue
-  // order and they fail with kUnsupported.
-  caps_.tagged_p2p = false;
-  if (segment_) waiter_ = std::make_unique<Waiter>(*segment_, rank_, aborted_);
+  if (segment_) {
+    waiter_ = std::make_shared<Waiter>(*segment_, rank_);
+    p2p_ = make_p2p_engine(segment_, waiter_, rank_);
+  }
 }
 
 ShmBackend::~ShmBackend() = default;
 
 core::BackendWorkPtr ShmBackend::post(const core::Operation& op) {
-  if (core::is_p2p(op.args.kind)) {
-    fail(Status::kUnsupported, "shm: send and recv are not available on the "
-         "shm backend yet; use gloo for point-to-point");
-  }
   if (!segment_) {
     core::run_local(op.args, rank_, size_);
     return nullptr;
   }
   waiter_->check();
+  if (core::is_p2p(op.args.kind)) return post_p2p(p2p_, op);
   const int channel = channel_index(op.channel);
   std::lock_guard<std::mutex> lock(channel_mu_[channel]);
   try {
@@ -70,10 +67,12 @@ void ShmBackend::fail_everyone() noexcept {
     h.failed_rank.store(rank_, std::memory_order_release);
   }
   for (int c = 0; c < kChannels; ++c) Waiter::wake_all(segment_->barrier(c).generation);
+  // Point-to-point waits nap at most a millisecond and look again.
 }
 
 void ShmBackend::abort() noexcept {
-  if (aborted_.exchange(true)) return;
+  if (!waiter_ || waiter_->aborted()) return;
+  waiter_->abort();
   fail_everyone();
 }
 

@@ -1,13 +1,14 @@
-// The shm backend: CPU collectives among ranks of one host through one
-// shared segment (shm_segment.h), synchronous on the posting thread. Chosen
-// by name ("shm"); "auto" keeps Gloo until the backend does everything Gloo
-// does (point-to-point is still to come).
+// The shm backend: CPU collectives and point-to-point among ranks of one
+// host through one shared segment (shm_segment.h). Collectives run
+// synchronously on the posting thread; sends and receives are posted at
+// issue and matched by (peer, tag) (shm_p2p.h).
 #pragma once
 
 #include <atomic>
 #include <memory>
 #include <mutex>
 
+#include "backends/shm/shm_p2p.h"
 #include "backends/shm/shm_segment.h"
 #include "backends/shm/shm_wait.h"
 #include "core/backend.h"
@@ -16,7 +17,7 @@ namespace gang::backends::shm_impl {
 
 class ShmBackend final : public core::Backend {
  public:
-  ShmBackend(const core::BackendConfig& config, std::unique_ptr<Segment> segment);
+  ShmBackend(const core::BackendConfig& config, std::shared_ptr<Segment> segment);
   ~ShmBackend() override;
 
   const char* name() const override { return "shm"; }
@@ -32,9 +33,11 @@ class ShmBackend final : public core::Backend {
   int rank_;
   int size_;
   core::Capabilities caps_;
-  std::unique_ptr<Segment> segment_;  // null for a gang of one
-  std::atomic<bool> aborted_{false};
-  std::unique_ptr<Waiter> waiter_;
+  // Null for a gang of one. Shared with the point-to-point works, which may
+  // outlive the backend.
+  std::shared_ptr<Segment> segment_;
+  std::shared_ptr<Waiter> waiter_;
+  std::shared_ptr<P2PEngine> p2p_;
   std::mutex channel_mu_[kChannels];  // one operation per channel at a time
   uint64_t phase_[kChannels] = {};    // meetings per channel (shm_collectives)
 };

@@ -49,6 +49,10 @@ void Segment::lay_out(int size, const uint32_t (&slot_bytes)[kChannels]) {
     slots_at_[c] = at;
     at += static_cast<size_t>(slot_bytes[c]) * static_cast<size_t>(size);
   }
+  at = round_up(at, kPage);
+  mail_at_ = at;
+  at += sizeof(Mailbox) * kP2PChannels * static_cast<size_t>(size) *
+        static_cast<size_t>(size);
   bytes_ = round_up(at, kPage);
 }
 

@@ -1,6 +1,7 @@
-// The shared memory of one shm gang: a header, per-rank blocks and, for each
-// channel (data, fingerprint, control), a barrier and one staging slot per
-// rank.
+// The shared memory of one shm gang: a header, per-rank blocks, for each
+// channel (data, fingerprint, control) a barrier and one staging slot per
+// rank, and a mailbox per ordered pair of ranks for sends and receives
+// (the file is sparse: a mailbox's pages exist once a pair talks).
 //
 // The segment is an anonymous memory file (memfd) of rank 0. The other ranks
 // open it through /proc/<pid>/fd/<fd> of rank 0, which the store names, and
@@ -54,6 +55,30 @@ struct alignas(kLine) Barrier {
   alignas(kLine) std::atomic<uint32_t> generation;
 };
 
+// Point-to-point, per ordered pair of ranks and channel (shm_p2p.h).
+constexpr int kP2PChannels = 2;     // data, control
+constexpr uint32_t kRing = 256;     // messages posted and not yet received, per mailbox
+constexpr size_t kMailBytes = 64 << 10;
+
+enum MsgState : uint32_t { kFree = 0, kPosted = 1, kClaimed = 2, kRejected = 3 };
+
+struct alignas(kLine) MsgHeader {
+  std::atomic<uint32_t> state;
+  uint32_t tag;
+  uint64_t bytes;
+  uint64_t id;
+  uint64_t expected;  // kRejected: the size the receiver wanted
+};
+
+struct Mailbox {
+  alignas(kLine) std::atomic<uint64_t> claim;    // id + 1 of the message streaming; 0: none
+  alignas(kLine) std::atomic<uint64_t> filled;   // bytes of it the sender has put in data
+  alignas(kLine) std::atomic<uint64_t> drained;  // bytes of it the receiver has taken
+  alignas(kLine) std::atomic<uint32_t> bell;     // bumped on every change (futex word)
+  MsgHeader ring[kRing];
+  alignas(kLine) uint8_t data[kMailBytes];
+};
+
 struct alignas(kLine) Header {
   uint64_t magic;
   int32_t size;
@@ -87,6 +112,13 @@ class Segment {
            static_cast<size_t>(r) * header().slot_bytes[channel];
   }
   size_t slot_bytes(int channel) const { return header().slot_bytes[channel]; }
+  // The mailbox of messages from rank src to rank dst on a p2p channel.
+  Mailbox& mailbox(int channel, int src, int dst) const {
+    const size_t i = (static_cast<size_t>(channel) * static_cast<size_t>(size_) +
+                      static_cast<size_t>(src)) * static_cast<size_t>(size_) +
+                     static_cast<size_t>(dst);
+    return reinterpret_cast<Mailbox*>(base_ + mail_at_)[i];
+  }
   int size() const { return size_; }
 
  private:
@@ -96,7 +128,7 @@ class Segment {
   uint8_t* base_ = nullptr;
   size_t bytes_ = 0;
   int size_ = 0;
-  size_t ranks_at_ = 0, barriers_at_ = 0, slots_at_[kChannels] = {};
+  size_t ranks_at_ = 0, barriers_at_ = 0, slots_at_[kChannels] = {}, mail_at_ = 0;
 };
 
 }  // namespace gang::backends::shm_impl

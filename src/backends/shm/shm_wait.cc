@@ -56,13 +56,16 @@ void Waiter::wake_all(std::atomic<uint32_t>& word) {
             nullptr, nullptr, 0);
 }
 
+void Waiter::check_alive(int r) const {
+  const int32_t pid = segment_.rank_block(r).pid.load(std::memory_order_acquire);
+  if (pid > 0 && ::kill(pid, 0) != 0 && errno == ESRCH) {
+    fail(Status::kPeerLost, "shm: rank ", r, " (pid ", pid, ") is gone");
+  }
+}
+
 void Waiter::check_peers() const {
   for (int r = 0; r < segment_.size(); ++r) {
-    if (r == rank_) continue;
-    const int32_t pid = segment_.rank_block(r).pid.load(std::memory_order_acquire);
-    if (pid > 0 && ::kill(pid, 0) != 0 && errno == ESRCH) {
-      fail(Status::kPeerLost, "shm: rank ", r, " (pid ", pid, ") is gone");
-    }
+    if (r != rank_) check_alive(r);
   }
 }
 

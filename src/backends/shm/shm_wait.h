@@ -16,8 +16,11 @@ namespace gang::backends::shm_impl {
 
 class Waiter {
  public:
-  Waiter(Segment& segment, int rank, const std::atomic<bool>& aborted)
-      : segment_(segment), rank_(rank), aborted_(aborted) {}
+  Waiter(Segment& segment, int rank) : segment_(segment), rank_(rank) {}
+
+  // This rank's own abort: every wait ends with kAborted from now on.
+  void abort() { aborted_.store(true, std::memory_order_release); }
+  bool aborted() const { return aborted_.load(std::memory_order_acquire); }
 
   // Returns once word differs from seen.
   void wait_change(const std::atomic<uint32_t>& word, uint32_t seen,
@@ -25,6 +28,9 @@ class Waiter {
 
   // Throws if the gang failed, this rank aborted or a peer died.
   void check() const;
+
+  // Throws kPeerLost if rank r's process is gone.
+  void check_alive(int r) const;
 
   // Wakes every rank sleeping on word.
   static void wake_all(std::atomic<uint32_t>& word);
@@ -34,7 +40,7 @@ class Waiter {
 
   Segment& segment_;
   int rank_;
-  const std::atomic<bool>& aborted_;
+  std::atomic<bool> aborted_{false};
 };
 
 }  // namespace gang::backends::shm_impl
