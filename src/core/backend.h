@@ -93,6 +93,9 @@ struct BackendConfig {
   // Identifies the machine (and its namespaces): ranks with equal host ids
   // can share memory.
   std::string host_id;
+  // Per rank of this gang, the number of its host (equal numbers: equal
+  // host ids), known after rendezvous; empty when size is 1.
+  std::vector<int> host_of;
   DeviceType device_type = DeviceType::kCpu;
   int device_index = -1;
   // Rendezvous for this gang only (already prefixed); null when size is 1.

@@ -207,6 +207,7 @@ class Gang : public std::enable_shared_from_this<Gang> {
   int local_rank_ = -1;
   int local_size_ = -1;
   std::string host_id_;
+  std::vector<int> host_of_;  // per rank, its host's number (BackendConfig)
   std::shared_ptr<store::Store> store_;
   std::string store_prefix_;  // gang/<name>/<generation>/
   std::string secret_;        // BackendConfig::secret; splits derive theirs

@@ -1,5 +1,6 @@
 // Creating gangs: resolving the options, the rendezvous and its generation,
 // and assembling a Gang around its backend, executor and control channel.
+#include <algorithm>
 #include <mutex>
 #include <optional>
 
@@ -79,7 +80,9 @@ std::shared_ptr<Gang> Gang::create(const GangOptions& o) {
   s.size = r.size;
   s.root_ranks.resize(static_cast<size_t>(r.size));
   for (int i = 0; i < r.size; ++i) s.root_ranks[static_cast<size_t>(i)] = i;
-  s.backend = select_backend(o.backend, o.device_type);
+  // A gang of one is on one host; a bigger one may be, which is known
+  // after rendezvous.
+  s.backend = select_backend(o.backend, o.device_type, r.size == 1);
   s.debug = r.debug;
 
   BackendConfig& cfg = s.config;
@@ -104,10 +107,15 @@ std::shared_ptr<Gang> Gang::create(const GangOptions& o) {
                             r.launch ? &*r.launch : nullptr);
   }
   Generation gen = join_generation(
-      *store, r.name, r.rank, r.size,
+      *store, r.name, r.rank, r.size, cfg.host_id,
       std::chrono::duration_cast<Millis>(cfg.deadline - Clock::now()));
+  if (gen.hosts() == 1) {
+    // Every rank decides alike: they all read the same host numbers.
+    s.backend = select_backend(o.backend, o.device_type, true);
+  }
   s.store_prefix = std::move(gen.prefix);
   cfg.secret = std::move(gen.secret);
+  cfg.host_of = std::move(gen.host_of);
   s.store = store;
   cfg.store = store::with_prefix(store, s.store_prefix + "backend/", r.timeout);
   return make(std::move(s));
@@ -131,7 +139,10 @@ std::shared_ptr<Gang> Gang::create_fake(int rank, int size) {
 }
 
 std::unique_ptr<ControlChannel> Gang::own_control(const Setup& s) {
-  BackendInfo host = select_backend("", DeviceType::kCpu);
+  const auto& hosts = s.config.host_of;
+  const bool one_host = std::all_of(hosts.begin(), hosts.end(),
+                                    [&](int h) { return h == hosts.front(); });
+  BackendInfo host = select_backend("", DeviceType::kCpu, one_host);
   BackendConfig cfg = s.config;
   cfg.device_type = DeviceType::kCpu;
   cfg.device_index = -1;
@@ -160,6 +171,7 @@ std::shared_ptr<Gang> Gang::make(Setup s) {
   g->local_rank_ = s.config.local_rank;
   g->local_size_ = s.config.local_size;
   g->host_id_ = s.config.host_id;
+  g->host_of_ = s.config.host_of;
   g->debug_ = s.debug;
   g->timeout_ms_.store(s.config.timeout.count());
   g->store_ = s.store;

@@ -120,19 +120,23 @@ std::vector<std::string> backend_names() {
   return names;
 }
 
-BackendInfo select_backend(const std::string& name, DeviceType device) {
+BackendInfo select_backend(const std::string& name, DeviceType device,
+                           bool one_host) {
   if (!name.empty() && name != "auto") return by_name(name, device);
+  const auto eligible = [&](const BackendInfo& b) {
+    return b.priority >= 0 && serves(b, device) && (one_host || !b.one_host_only);
+  };
 
   std::vector<BackendInfo> candidates;
   {
     Registry& r = registry();
     std::lock_guard<std::mutex> lock(r.mu);
     for (const auto& b : r.backends) {
-      if (b.priority >= 0 && serves(b, device)) candidates.push_back(b);
+      if (eligible(b)) candidates.push_back(b);
     }
   }
   for (auto& m : plugins::all_modules()) {
-    if (m.priority >= 0 && serves(m, device)) candidates.push_back(std::move(m));
+    if (eligible(m)) candidates.push_back(std::move(m));
   }
   // Highest priority first; built-ins before modules of equal priority.
   std::stable_sort(candidates.begin(), candidates.end(),

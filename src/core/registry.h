@@ -24,6 +24,9 @@ struct BackendInfo {
   // "auto" picks the available backend of highest priority; a negative
   // priority is never picked by "auto", only by name.
   int priority = 0;
+  // Serves only gangs whose ranks all run on one host (shared memory):
+  // "auto" considers it only for those.
+  bool one_host_only = false;
   // "" when the backend can be used in this process, else why not (a
   // library or a device is missing). Called at most once per selection.
   std::function<std::string()> probe;
@@ -41,8 +44,10 @@ void register_backend(BackendInfo info);
 // `device`). Built-in backends first, then modules from GANG_PLUGIN_PATH
 // and <libdir>/gang/. Throws kInvalidArgument for a name nothing answers
 // to, kUnavailable for a module that failed to load, a backend whose probe
-// failed, a device nothing serves.
-BackendInfo select_backend(const std::string& name, DeviceType device);
+// failed, a device nothing serves. `one_host`: every rank of the gang runs
+// on this host.
+BackendInfo select_backend(const std::string& name, DeviceType device,
+                           bool one_host);
 
 // The names registered so far, for messages.
 std::vector<std::string> backend_names();

@@ -159,16 +159,56 @@ bool contains_word(const std::string& list, const std::string& word) {
 
 }  // namespace
 
+int Generation::hosts() const {
+  int n = 0;
+  for (int h : host_of) n = std::max(n, h + 1);
+  return n;
+}
+
+namespace {
+
+// "0 0 1 1": rank 0's host first, hosts numbered as they first appear.
+std::string number_hosts(const std::vector<std::string>& hosts) {
+  std::vector<std::string> seen;
+  std::string out;
+  for (const auto& h : hosts) {
+    auto it = std::find(seen.begin(), seen.end(), h);
+    if (it == seen.end()) it = seen.insert(seen.end(), h);
+    out += str_cat(out.empty() ? "" : " ", it - seen.begin());
+  }
+  return out;
+}
+
+std::vector<int> parse_hosts(const std::string& list, int size) {
+  std::vector<int> host_of;
+  size_t at = 0;
+  while (at < list.size()) {
+    size_t end = list.find(' ', at);
+    if (end == std::string::npos) end = list.size();
+    host_of.push_back(std::stoi(list.substr(at, end - at)));
+    at = end + 1;
+  }
+  if (static_cast<int>(host_of.size()) != size) {
+    fail(Status::kStore, "gang_create: the store holds ", host_of.size(),
+         " host numbers for a gang of ", size, " ranks");
+  }
+  return host_of;
+}
+
+}  // namespace
+
 Generation join_generation(store::Store& store, const std::string& name,
-                           int rank, int size, Millis timeout) {
+                           int rank, int size, const std::string& host,
+                           Millis timeout) {
   const base::Deadline deadline(timeout);
   const std::string base = str_cat("gang/", name, "/");
   if (rank == 0) {
     const int64_t generation = store.add(base + "generations", 1);
     const std::string prefix = str_cat(base, generation, "/");
     store.set(base + "open", bytes(str_cat(generation)));
-    // Every other rank's hello: "<size> <nonce>".
+    // Every other rank's hello: "<size> <nonce> <host>".
     std::string go;
+    std::vector<std::string> hosts{host};
     for (int r = 1; r < size; ++r) {
       std::string hello;
       try {
@@ -188,13 +228,17 @@ Generation join_generation(store::Store& store, const std::string& name,
              "creates it with size ", size, " but rank ", r, " with size ",
              their_size);
       }
-      go += (go.empty() ? "" : " ") + hello.substr(space + 1);
+      const size_t space2 = hello.find(' ', space + 1);
+      go += (go.empty() ? "" : " ") + hello.substr(space + 1, space2 - space - 1);
+      hosts.push_back(space2 == std::string::npos ? "" : hello.substr(space2 + 1));
     }
     const std::string secret = gang::base::random_bytes(kSecretBytes);
+    const std::string host_list = number_hosts(hosts);
     store.set(prefix + "secret", bytes(secret));
+    store.set(prefix + "hosts", bytes(host_list));
     store.set(prefix + "go", bytes(go));
     store.add(base + "joined", 1);
-    return Generation{prefix, secret};
+    return Generation{prefix, secret, parse_hosts(host_list, size)};
   }
   const std::string nonce = str_cat(rank, ".", fresh_nonce());
   std::string said_hello_to;
@@ -213,7 +257,8 @@ Generation join_generation(store::Store& store, const std::string& name,
     }
     const std::string prefix = str_cat(base, open, "/");
     if (open != said_hello_to) {
-      store.set(str_cat(prefix, "hello/", rank), bytes(str_cat(size, " ", nonce)));
+      store.set(str_cat(prefix, "hello/", rank),
+                bytes(str_cat(size, " ", nonce, " ", host)));
       said_hello_to = open;
     }
     std::string go;
@@ -233,8 +278,9 @@ Generation join_generation(store::Store& store, const std::string& name,
       // Counts the ranks that joined a creation of this name, for whoever
       // watches the store (PyTorch programs sharing it, tests).
       store.add(base + "joined", 1);
-      return Generation{prefix, text(store.get(prefix + "secret",
-                                               deadline.remaining_ms()))};
+      return Generation{
+          prefix, text(store.get(prefix + "secret", deadline.remaining_ms())),
+          parse_hosts(text(store.get(prefix + "hosts", deadline.remaining_ms())), size)};
     }
     // A go without this attempt's nonce belongs to an earlier creation or
     // attempt: wait for rank 0 to open a newer generation.

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "core/env_detect.h"
 
@@ -35,6 +36,10 @@ std::shared_ptr<store::Store> open_rendezvous(const std::string& init_method,
 struct Generation {
   std::string prefix;  // "gang/<name>/<generation>/"
   std::string secret;  // kSecretBytes random bytes drawn by rank 0
+  // Per rank, the index of its host (hosts numbered in order of their
+  // lowest rank), so hosts() == 1 for a gang of one host.
+  std::vector<int> host_of;
+  int hosts() const;
 };
 
 constexpr size_t kSecretBytes = 32;
@@ -53,9 +58,11 @@ constexpr size_t kSecretBytes = 32;
 // so an immediate retry after a failed creation works, and so does a
 // different size under the same name. Ranks that disagree on the size fail
 // with kMismatch naming both. Every rank that joins adds 1 to
-// "gang/<name>/joined". Throws kTimeout at `timeout`.
+// "gang/<name>/joined". Every rank says its `host` (topology::host_id) in
+// its hello; rank 0 numbers the hosts and publishes every rank's host
+// beside the secret. Throws kTimeout at `timeout`.
 Generation join_generation(store::Store& store, const std::string& name,
-                            int rank, int size,
+                            int rank, int size, const std::string& host,
                             std::chrono::milliseconds timeout);
 
 }  // namespace gang::core

@@ -100,6 +100,9 @@ std::shared_ptr<Gang> Gang::make_child(const std::vector<int>& members,
   cfg.rank = new_rank;
   cfg.size = new_size;
   cfg.host_id = host_id_;
+  if (!host_of_.empty()) {
+    for (int m : members) cfg.host_of.push_back(host_of_[static_cast<size_t>(m)]);
+  }
   cfg.device_type = device_type_;
   cfg.device_index = device_index_;
   cfg.timeout = timeout();

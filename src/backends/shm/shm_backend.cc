@@ -46,7 +46,8 @@ core::BackendWorkPtr ShmBackend::post(const core::Operation& op) {
   const int channel = channel_index(op.channel);
   std::lock_guard<std::mutex> lock(channel_mu_[channel]);
   try {
-    run_collective(*segment_, *waiter_, rank_, channel, phase_[channel], op);
+    run_collective(*segment_, *waiter_, rank_, channel, phase_[channel],
+                   turns_[channel]++, op);
   } catch (const Error& e) {
     // Peers waiting for this rank would otherwise wait for the deadline.
     // Not for a mismatch (every rank sees it) or a timeout (every rank
@@ -84,16 +85,13 @@ std::unique_ptr<core::Backend> make_shm(const core::BackendConfig& c) {
   }
   if (c.size == 1) return std::make_unique<ShmBackend>(c, nullptr);
   if (!c.store) fail(Status::kInternal, "shm: a gang of size ", c.size, " has no store");
-  // Every rank must be on this host: compare host identities first.
-  const auto left = [&] {
-    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-        c.deadline - std::chrono::steady_clock::now());
-    return std::max(ms, std::chrono::milliseconds(1));
-  };
-  c.store->set(str_cat("host/", c.rank), store::Bytes(c.host_id.begin(), c.host_id.end()));
+  // Every rank must be on this host (numbered at rendezvous).
+  if (c.host_of.size() != static_cast<size_t>(c.size)) {
+    fail(Status::kInternal, "shm: a gang of size ", c.size, " came with ",
+         c.host_of.size(), " host numbers");
+  }
   for (int r = 0; r < c.size; ++r) {
-    const store::Bytes theirs = c.store->get(str_cat("host/", r), left());
-    if (std::string(theirs.begin(), theirs.end()) != c.host_id) {
+    if (c.host_of[static_cast<size_t>(r)] != c.host_of[static_cast<size_t>(c.rank)]) {
       fail(Status::kUnsupported, "gang_create: the shm backend needs every "
            "rank on one host, but rank ", r, " runs on another host than rank ",
            c.rank);
@@ -107,9 +105,9 @@ core::BackendInfo shm_info() {
   core::BackendInfo info;
   info.name = "shm";
   info.devices = {core::DeviceType::kCpu};
-  // By name only until it does all Gloo does; then "auto" (for ranks of
-  // one host) picks it.
-  info.priority = -1;
+  // Above Gloo: "auto" picks it for every CPU gang of one host.
+  info.priority = 20;
+  info.one_host_only = true;
   info.create = make_shm;
   return info;
 }

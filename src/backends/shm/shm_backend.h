@@ -40,6 +40,7 @@ class ShmBackend final : public core::Backend {
   std::shared_ptr<P2PEngine> p2p_;
   std::mutex channel_mu_[kChannels];  // one operation per channel at a time
   uint64_t phase_[kChannels] = {};    // meetings per channel (shm_collectives)
+  uint64_t turns_[kChannels] = {};    // operations per channel (several may share a seq)
 };
 
 }  // namespace gang::backends::shm_impl

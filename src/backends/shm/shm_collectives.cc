@@ -47,12 +47,13 @@ bool reduces(OpKind k) {
 class Run {
  public:
   Run(Segment& s, const Waiter& w, int rank, int channel, uint64_t& phase,
-      const core::Operation& op)
+      uint64_t turn, const core::Operation& op)
       : seg_(s), waiter_(w), me_(rank), n_(s.size()), ch_(channel),
-        phase_(phase), op_(op), a_(op.args),
+        phase_(phase), turn_(turn), op_(op), a_(op.args),
         es_(core::dtype_size(op.args.dtype)),
         chunk_(s.slot_bytes(channel) / 2 / es_ * es_) {
-    OpDesc& d = seg_.rank_block(me_).channel[ch_].desc[op.seq % 2];
+    OpDesc& d = seg_.rank_block(me_).channel[ch_].desc[turn % 2];
+    d.turn = turn;
     d.seq = op.seq;
     d.kind = static_cast<uint32_t>(a_.kind);
     d.dtype = static_cast<uint32_t>(a_.dtype);
@@ -99,11 +100,11 @@ class Run {
 
  private:
   void check_peers_agree() const {
-    const OpDesc& mine = seg_.rank_block(me_).channel[ch_].desc[op_.seq % 2];
+    const OpDesc& mine = seg_.rank_block(me_).channel[ch_].desc[turn_ % 2];
     for (int r = 0; r < n_; ++r) {
       if (r == me_) continue;
-      const OpDesc& theirs = seg_.rank_block(r).channel[ch_].desc[op_.seq % 2];
-      if (theirs.seq != mine.seq || theirs.kind != mine.kind ||
+      const OpDesc& theirs = seg_.rank_block(r).channel[ch_].desc[turn_ % 2];
+      if (theirs.turn != mine.turn || theirs.seq != mine.seq || theirs.kind != mine.kind ||
           theirs.dtype != mine.dtype || theirs.op != mine.op ||
           theirs.root != mine.root || theirs.count != mine.count ||
           theirs.total != mine.total) {
@@ -131,6 +132,7 @@ class Run {
   const Waiter& waiter_;
   int me_, n_, ch_;
   uint64_t& phase_;  // meetings so far on this channel, the same on every rank
+  const uint64_t turn_;  // operations before this one on this channel, likewise
   const core::Operation& op_;
   const core::CollectiveArgs& a_;
   size_t es_, chunk_;
@@ -300,8 +302,9 @@ void all_to_all(Run& r, const std::vector<size_t>& send_counts,
 }  // namespace
 
 void run_collective(Segment& segment, const Waiter& waiter, int rank,
-                    int channel, uint64_t& phase, const core::Operation& op) {
-  Run r(segment, waiter, rank, channel, phase, op);
+                    int channel, uint64_t& phase, uint64_t turn,
+                    const core::Operation& op) {
+  Run r(segment, waiter, rank, channel, phase, turn, op);
   const auto& a = op.args;
   const size_t n = static_cast<size_t>(segment.size());
   switch (a.kind) {

@@ -15,8 +15,10 @@
 namespace gang::backends::shm_impl {
 
 // Runs one collective of `op` (not send/recv) on channel `channel`. phase:
-// the channel's count of meetings, kept by the caller across operations.
+// the channel's count of meetings, kept by the caller across operations;
+// turn: how many operations ran on the channel before this one.
 void run_collective(Segment& segment, const Waiter& waiter, int rank,
-                    int channel, uint64_t& phase, const core::Operation& op);
+                    int channel, uint64_t& phase, uint64_t turn,
+                    const core::Operation& op);
 
 }  // namespace gang::backends::shm_impl

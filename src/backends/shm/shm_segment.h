@@ -28,7 +28,8 @@ constexpr size_t kLine = 64;
 
 // What a rank says about the operation it is in, for the others to check.
 struct OpDesc {
-  uint64_t seq;
+  uint64_t turn;  // the operation's number on its channel
+  uint64_t seq;   // the core's number (a debug check shares its operation's)
   uint32_t kind;
   uint32_t dtype;
   uint32_t op;
@@ -38,7 +39,7 @@ struct OpDesc {
 };
 
 // Per rank, per channel: written by that rank only. Two descriptions, by
-// the parity of the operation's number: a rank can be one operation ahead
+// the parity of the operation's turn: a rank can be one operation ahead
 // of a peer that is still reading the previous one.
 struct alignas(kLine) RankChannel {
   OpDesc desc[2];
