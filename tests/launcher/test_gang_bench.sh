@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # gang-bench smoke run: every collective on 2 and 3 ranks under gangrun,
-# small sizes, results checked (gang-bench exits 1 on any wrong element);
-# every dtype and op of all_reduce; the table's rows and the JSON parse.
+# on auto (shm: the ranks share this host) and on gloo, small sizes,
+# results checked (gang-bench exits 1 on any wrong element); every dtype and
+# op of all_reduce; the table's rows and the JSON parse.
 #   test_gang_bench.sh GANGRUN GANG_BENCH
 set -euo pipefail
 gangrun=$1
@@ -9,15 +10,20 @@ bench=$2
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 
+for backend in auto gloo; do
 for n in 2 3; do
   for coll in all_reduce all_gather reduce_scatter broadcast reduce gather \
               scatter all_to_all sendrecv barrier; do
     root=0
     [ "$coll" = broadcast ] || [ "$coll" = reduce ] || [ "$coll" = gather ] ||
       [ "$coll" = scatter ] && root=$((n - 1))
-    "$gangrun" --nproc-per-node "$n" -- "$bench" -t "$coll" -b 8 -e 96K -f 8 \
-      -n 3 -w 1 -r "$root" >"$out/table" 2>"$out/err" ||
-      { echo "FAIL: $coll on $n ranks"; cat "$out/table" "$out/err"; exit 1; }
+    "$gangrun" --nproc-per-node "$n" -- "$bench" --backend "$backend" -t "$coll" \
+      -b 8 -e 96K -f 8 -n 3 -w 1 -r "$root" >"$out/table" 2>"$out/err" ||
+      { echo "FAIL: $coll on $n ranks ($backend)"; cat "$out/table" "$out/err"; exit 1; }
+    want=$backend
+    [ "$backend" = auto ] && want=shm
+    grep -q "^# gang-bench: $coll, $n ranks, backend $want," "$out/table" ||
+      { echo "FAIL: $coll on $n ranks did not run on $want"; head -2 "$out/table"; exit 1; }
     rows=$(grep -cE '^ +[0-9]+ +[0-9]+ ' "$out/table" || true)
     # 8, 64, 512, 4096, 32768 bytes.
     [ "$rows" -eq 5 ] || { echo "FAIL: $coll on $n ranks printed $rows rows"; cat "$out/table"; exit 1; }
@@ -27,6 +33,7 @@ for n in 2 3; do
       echo "FAIL: $coll on $n ranks has wrong elements"; cat "$out/table"; exit 1
     fi
   done
+done
 done
 
 for d in int8 uint8 int32 uint32 int64 uint64 half bfloat16 float double; do
