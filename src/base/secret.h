@@ -11,7 +11,8 @@
 
 namespace gang::base {
 
-using Digest = std::array<uint8_t, 32>;
+constexpr size_t kDigestBytes = 32;
+using Digest = std::array<uint8_t, kDigestBytes>;
 
 // n bytes from getrandom(2). Throws gang::Error (kSystem) when the kernel
 // cannot give them.

@@ -376,6 +376,13 @@ static double now_us(void) {
   return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
 }
 
+/* Wall-clock time, comparable between the ranks of one host. */
+static double wall_us(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
+}
+
 static int by_value(const void* a, const void* b) {
   const double x = *(const double*)a, y = *(const double*)b;
   return (x > y) - (x < y);
@@ -623,9 +630,18 @@ int main(int argc, char** argv) {
   int first = 1;
   if (parse_args(argc, argv, &c) != 0) return 2;
   options.backend = c.backend;
+  /* Creation time: from the last rank's call to the last rank's return
+   * (launch skew left out), and from the first call. */
+  double created[3];
+  created[0] = wall_us();
+  created[1] = -created[0];
   MUST(gang_create(&options, &g_gang));
+  created[2] = wall_us();
   g_rank = gang_rank(g_gang);
   g_size = gang_size(g_gang);
+  MUST(gang_all_reduce(g_gang, created, created, 3, GANG_FLOAT64, GANG_MAX, NULL));
+  const double create_ms = (created[2] - created[0]) / 1e3;
+  const double create_first_ms = (created[2] + created[1]) / 1e3;
   if (c.root < 0 || c.root >= g_size) {
     if (g_rank == 0) fprintf(stderr, "gang-bench: root %d is not a rank of %d\n", c.root, g_size);
     return 2;
@@ -642,9 +658,11 @@ int main(int argc, char** argv) {
   }
   if (g_rank == 0 && !c.json) {
     printf("# gang-bench: %s, %d ranks, backend %s, %s, %s, %d iterations, "
-           "%d warm-up\n#\n", kColls[c.coll].name, g_size, gang_backend_name(g_gang),
+           "%d warm-up\n", kColls[c.coll].name, g_size, gang_backend_name(g_gang),
            dtype_name(c.dtype), kColls[c.coll].has_op ? kOps[c.op] : "no op",
            c.iters, c.warmup);
+    printf("# gang created in %.1f ms after the last rank called gang_create "
+           "(%.1f ms after the first)\n#\n", create_ms, create_first_ms);
     printf("# %10s %12s %8s %6s %5s %34s %34s\n", "", "", "", "", "",
            "out-of-place                 ", "in-place                  ");
     printf("# %10s %12s %8s %6s %5s %8s %7s %7s %6s %8s %7s %7s %6s\n", "size",
@@ -657,9 +675,10 @@ int main(int argc, char** argv) {
   if (g_rank == 0 && c.json) {
     printf("{\"collective\": \"%s\", \"ranks\": %d, \"backend\": \"%s\", "
            "\"dtype\": \"%s\", \"op\": \"%s\", \"iters\": %d, \"warmup\": %d, "
+           "\"create_ms\": %.3f, \"create_from_first_ms\": %.3f, "
            "\"results\": [\n", kColls[c.coll].name, g_size,
            gang_backend_name(g_gang), dtype_name(c.dtype), kOps[c.op], c.iters,
-           c.warmup);
+           c.warmup, create_ms, create_first_ms);
   }
   for (bytes = c.min_bytes; bytes <= c.max_bytes;) {
     const coll_t k = kColls[c.coll].coll;

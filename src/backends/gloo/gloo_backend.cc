@@ -58,9 +58,7 @@ void GlooBackend::abort() noexcept {
     // Local waits end at once; closing each pair (under its own lock, with
     // no linger) tells the peers, whose operations with this rank fail.
     waits_->abort();
-    for (int r = 0; r < size_; ++r) {
-      if (r != rank_) context_->getPair(r)->close();
-    }
+    close_mesh(*context_);
   } catch (...) {
     // Best effort: a pair may be gone already.
   }
@@ -89,7 +87,7 @@ std::unique_ptr<core::Backend> make_gloo(const core::BackendConfig& c) {
   std::shared_ptr<::gloo::rendezvous::Context> context;
   try {
     context = connect_mesh(*c.store, device, c.rank, c.size, c.secret,
-                           std::max(Millis(1), std::min(c.timeout, left)));
+                           std::max(Millis(1), std::min(c.timeout, left)), c.timeout);
   } catch (const ::gloo::Exception& e) {
     const std::string what = e.what();
     fail(what.find("timeout") != std::string::npos ||

@@ -34,6 +34,10 @@ constexpr uint8_t kControlP2PFramePrefix = 0x47;
 // with every peer in one round instead of a ring: a small message then costs
 // one network hop instead of 2(n-1) dependent ones.
 constexpr size_t kDirectBytes = 256 * 1024;
+// Algorithms where every rank talks to every other one are for small gangs
+// only: above this, pairs connect on first use (gloo_pairs.h), and a ring
+// or a dissemination keeps each rank's connections few.
+constexpr int kDirectRanks = 8;
 
 // memcpy and memmove for buffers that a collective of count 0 may leave
 // NULL: nothing to copy touches nothing (the C library's calls want valid
@@ -263,7 +267,8 @@ void all_reduce(const Run& r) {
   const size_t bytes = r.a.count * r.es;
   // With two ranks the direct exchange moves what the ring moves, in one
   // step instead of two.
-  if (r.n == 2 || bytes * static_cast<size_t>(r.n - 1) <= kDirectBytes) {
+  if (r.n == 2 ||
+      (r.n <= kDirectRanks && bytes * static_cast<size_t>(r.n - 1) <= kDirectBytes)) {
     direct_reduce(r, r.a.send, r.a.recv, -1);
     return;
   }
@@ -373,7 +378,7 @@ void all_gather(const Run& r, const std::vector<size_t>& counts) {
   if (own != 0 && r.a.send != out + offsets[me] * r.es) {
     move_bytes(out + offsets[me] * r.es, r.a.send, own);
   }
-  if (own * static_cast<size_t>(r.n - 1) <= kDirectBytes &&
+  if (r.n <= kDirectRanks && own * static_cast<size_t>(r.n - 1) <= kDirectBytes &&
       total * r.es <= 4 * kDirectBytes) {
     agree(r, r.everyone_else());
     Transfers t(r.ctx, r.waits, r.op.deadline);
@@ -505,6 +510,26 @@ void all_to_all(const Run& r, const std::vector<size_t>& send_counts,
 
 }  // namespace
 
+
+// A small gang: every rank exchanges frames with every other. A big one: a
+// dissemination barrier, in round k every rank exchanges frames with the
+// ranks 2^k ahead and behind; after ceil(log2 n) rounds every rank has
+// heard, through others, from all, and has connected to 2 log2 n peers.
+void barrier(const Run& r) {
+  if (r.n <= kDirectRanks) {
+    agree(r, r.everyone_else());
+    return;
+  }
+  uint32_t round = 0;
+  for (int d = 1; d < r.n; d *= 2, ++round) {
+    const std::vector<int> partners =
+        merged({(r.me + d) % r.n}, {(r.me + r.n - d) % r.n});
+    std::vector<Frame> out(static_cast<size_t>(r.n)), in(static_cast<size_t>(r.n));
+    for (int p : partners) out[static_cast<size_t>(p)] = make_frame(r.op, 0, 0);
+    exchange_frames(r.ctx, r.waits, r.op.deadline, r.tag, partners, out, in, round);
+  }
+}
+
 void run_collective(const std::shared_ptr<::gloo::Context>& ctx,
                     const std::shared_ptr<Waits>& waits,
                     const core::Operation& op) {
@@ -534,8 +559,7 @@ void run_collective(const std::shared_ptr<::gloo::Context>& ctx,
     case OpKind::kAllToAllV:
       return all_to_all(r, r.a.send_counts, r.a.recv_counts);
     case OpKind::kBarrier:
-      agree(r, r.everyone_else());
-      return;
+      return barrier(r);
     case OpKind::kSend:
     case OpKind::kRecv:
       break;

@@ -185,9 +185,10 @@ void exchange_frames(const std::shared_ptr<::gloo::Context>& ctx,
                      core::Clock::time_point deadline, uint32_t tag,
                      const std::vector<int>& partners,
                      const std::vector<Frame>& frames_out,
-                     std::vector<Frame>& frames_in) {
+                     std::vector<Frame>& frames_in, uint32_t step) {
   if (partners.empty()) return;
-  const uint64_t slot = ::gloo::Slot::build(kFramePrefix, tag);
+  const uint64_t slot =
+      ::gloo::Slot::build(kFramePrefix, tag) + static_cast<uint8_t>(step);
   constexpr size_t F = sizeof(Frame);
   Transfers t(ctx, waits, deadline);
   auto* out = t.buffer(frames_out.data(), frames_out.size() * F);

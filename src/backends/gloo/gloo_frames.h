@@ -119,12 +119,13 @@ class Transfers {
 
 // Exchanges frames with every rank in `partners` (ranks, not this one):
 // frames_out[p] goes to p, frames_in[p] arrives from p, each then checked.
-// Both vectors are indexed by rank.
+// Both vectors are indexed by rank. `step` tells apart the exchanges of
+// one operation that has several (below 256).
 void exchange_frames(const std::shared_ptr<::gloo::Context>& ctx,
                      const std::shared_ptr<Waits>& waits,
                      core::Clock::time_point deadline, uint32_t tag,
                      const std::vector<int>& partners,
                      const std::vector<Frame>& frames_out,
-                     std::vector<Frame>& frames_in);
+                     std::vector<Frame>& frames_in, uint32_t step = 0);
 
 }  // namespace gang::backends::gloo_impl

@@ -16,7 +16,9 @@
 #include <array>
 #include <atomic>
 #include <cerrno>
+#include <condition_variable>
 #include <cstring>
+#include <mutex>
 #include <vector>
 
 #include "base/error.h"
@@ -33,64 +35,117 @@ namespace tcp = ::gloo::transport::tcp;
 using Clock = std::chrono::steady_clock;
 using Millis = std::chrono::milliseconds;
 
-// Connections a listening pair holds while their proofs arrive.
+// Connections the listening port holds while their proofs arrive, and how
+// long one may take (the connecting rank sends it the moment it connects).
 constexpr size_t kCandidates = 8;
+constexpr auto kProofWithin = std::chrono::seconds(10);
+// Connections the kernel queues before the event loop accepts them: every
+// lower rank may connect at once.
+constexpr int kBacklog = 128;
+// A connection's first bytes: the connecting rank, then the proof.
+constexpr size_t kRankBytes = 4;
+constexpr size_t kHelloBytes = kRankBytes + base::kDigestBytes;
 
 std::string proof(const std::string& secret, int connector, int listener,
                   const std::vector<char>& listener_address) {
-  std::string message = str_cat("gang gloo pair v1 ", connector, " ", listener, " ");
+  std::string message = str_cat("gang gloo pair v2 ", connector, " ", listener, " ");
   message.append(listener_address.begin(), listener_address.end());
   const base::Digest d = base::hmac_sha256(secret, message);
   return std::string(d.begin(), d.end());
 }
 
-class AuthPair;
+std::string hello(const std::string& secret, int connector, int listener,
+                  const std::vector<char>& listener_address) {
+  const auto r = static_cast<uint32_t>(connector);
+  std::string h{static_cast<char>(r >> 24), static_cast<char>(r >> 16),
+                static_cast<char>(r >> 8), static_cast<char>(r)};
+  return h + proof(secret, connector, listener, listener_address);
+}
 
-// One accepted connection whose proof has not arrived yet. Its handler
-// stays valid as long as the pair: the event loop may still hold an event
-// for a slot that was just emptied (or refilled) in the same tick.
-struct Candidate final : tcp::Handler {
-  AuthPair* pair = nullptr;
-  int fd = -1;
-  size_t got = 0;
-  char proof[32] = {};
-  Clock::time_point since;
-  void handleEvents(int events) override;
-};
+// This file reads Gloo's Pair through headers that must describe the
+// installed library (see compat/gloo/common/memory.h): a fresh pair is
+// LISTENING on a socket bound to the address it reports. Anything else
+// means the headers and the library disagree; stop before using them.
+void check_layout(bool listening, int fd, const tcp::Address& self) {
+  sockaddr_storage bound{};
+  socklen_t len = sizeof bound;
+  const sockaddr_storage& reported = self.getSockaddr();
+  const bool same =
+      listening && fd >= 0 &&
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &len) == 0 &&
+      bound.ss_family == reported.ss_family &&
+      std::memcmp(&bound, &reported,
+                  bound.ss_family == AF_INET6 ? sizeof(sockaddr_in6)
+                                              : sizeof(sockaddr_in)) == 0;
+  if (!same) {
+    fail(Status::kInternal, "gloo: the Gloo headers this library was built "
+         "with do not match the installed libgloo (a pair is not where "
+         "they place it); rebuild gang against the installed Gloo");
+  }
+}
 
-class AuthPair final : public tcp::Pair {
+class MeshPairs;
+
+// The connection of this rank with one peer. Gloo's Pair opens a listening
+// socket when it is made; this one closes it at once (connections arrive at
+// the rank's Listener) and then either connects out or adopts a connection
+// the Listener accepted.
+class GangPair final : public tcp::Pair {
  public:
-  AuthPair(tcp::Context* context, tcp::Device* device, int peer, Millis timeout,
-           const std::string& secret)
-      : tcp::Pair(context, device, peer, timeout), secret_(secret) {
-    std::unique_lock<std::mutex> lock(m_);
-    for (Candidate& c : candidates_) c.pair = this;
-    check_layout();
-    // The listening socket must never block the event loop.
-    ::fcntl(fd_, F_SETFL, ::fcntl(fd_, F_GETFL) | O_NONBLOCK);
-    expected_ = proof(secret_, peer, context->rank, self_.bytes());
+  GangPair(tcp::Context* context, tcp::Device* device, int peer, Millis timeout)
+      : tcp::Pair(context, device, peer, timeout) {
+    std::lock_guard<std::mutex> lock(m_);
+    check_layout(state_ == LISTENING, fd_, self_);
+    device_->unregisterDescriptor(fd_, this);
+    ::close(fd_);
+    fd_ = -1;
     // The loop thread learns of this pair through epoll, which
     // ThreadSanitizer cannot see; its first look at connected_ acquires
     // this store, and with it everything constructed above.
     connected_.store(false, std::memory_order_release);
   }
 
-  // Closes here, not in Gloo's destructor: once this one returns, the event
-  // loop would still call handleEvents of a pair whose candidates are gone.
-  // Closing unregisters the connection and waits for the loop's next tick,
-  // so no call is in flight or can come when the members go.
-  ~AuthPair() override {
+  // Closes here, not in Gloo's destructor, so that no event of this pair
+  // reaches a half-destroyed object.
+  ~GangPair() override {
     std::lock_guard<std::mutex> lock(m_);
-    drop_all();
     if (state_ != CLOSED) changeState(CLOSED);
   }
 
-  void connect(const std::vector<char>& bytes) override {
-    {
-      std::lock_guard<std::mutex> lock(m_);
-      listener_address_ = bytes;
+  // Connects to `address` and sends `first` (the rank and proof) before
+  // anything else; returns connected or throws.
+  void connect_out(const std::vector<char>& address, const std::string& first) {
+    std::unique_lock<std::mutex> lock(m_);
+    throwIfException();
+    peer_ = tcp::Address(address);
+    first_ = first;
+    const sockaddr_storage& to = peer_.getSockaddr();
+    fd_ = ::socket(to.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd_ < 0) {
+      signalAndThrowException(str_cat("socket: ", base::errno_text(errno)));
     }
-    tcp::Pair::connect(bytes);
+    const socklen_t len =
+        to.ss_family == AF_INET6 ? sizeof(sockaddr_in6) : sizeof(sockaddr_in);
+    if (::connect(fd_, reinterpret_cast<const sockaddr*>(&to), len) != 0 &&
+        errno != EINPROGRESS) {
+      const int err = errno;
+      ::close(fd_);
+      fd_ = -1;
+      signalAndThrowException(str_cat("connect ", peer_.str(), ": ",
+                                      base::errno_text(err)));
+    }
+    changeState(CONNECTING);
+    device_->registerDescriptor(fd_, EPOLLIN | EPOLLOUT, this);
+    waitUntilConnected(lock, true);
+  }
+
+  // Loop thread, on a pair nobody else has seen yet: `fd` proved the
+  // secret and becomes the connection.
+  void adopt(int fd) {
+    std::lock_guard<std::mutex> lock(m_);
+    fd_ = fd;
+    connected_.store(true, std::memory_order_release);
+    handleConnected();
   }
 
   void handleEvents(int events) override {
@@ -103,116 +158,17 @@ class AuthPair final : public tcp::Pair {
     std::unique_lock<std::mutex> lock(m_, std::try_to_lock);
     if (!lock) return;
     try {
-      if (state_ == LISTENING) {
-        accept_candidate();
-      } else if (state_ == CONNECTING) {
-        finish_connecting();
-      }
+      // Nothing is accepted here: the listening socket Gloo opened is
+      // closed in the constructor.
+      if (state_ == CONNECTING) finish_connecting();
     } catch (const std::exception& e) {
       if (ex_ == nullptr) signalException(e.what());
     }
-  }
-
-  void on_candidate(Candidate& c) {
-    std::unique_lock<std::mutex> lock(m_, std::try_to_lock);
-    if (!lock || c.fd < 0 || state_ != LISTENING) return;
-    try {
-      while (c.got < sizeof c.proof) {
-        const ssize_t n = ::recv(c.fd, c.proof + c.got, sizeof c.proof - c.got, 0);
-        if (n > 0) {
-          c.got += static_cast<size_t>(n);
-        } else if (n < 0 && errno == EINTR) {
-          continue;
-        } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-          return;  // the rest comes with a later event
-        } else {
-          refuse(c, "closed before it proved the gang's secret");
-          return;
-        }
-      }
-      if (!base::equal_in_constant_time(std::string(c.proof, sizeof c.proof),
-                                        expected_)) {
-        refuse(c, "did not prove the gang's secret");
-        return;
-      }
-      adopt(c);
-    } catch (const std::exception& e) {
-      if (ex_ == nullptr) signalException(e.what());
-    }
-  }
-
- protected:
-  void changeState(state next) noexcept override {
-    // Leaving LISTENING (connecting out, connected, closed) ends every
-    // candidate's chance.
-    if (next != LISTENING) drop_all();
-    tcp::Pair::changeState(next);
   }
 
  private:
-  // This class reads Gloo's Pair through headers that must describe the
-  // installed library (see compat/gloo/common/memory.h): a fresh pair is
-  // LISTENING on a socket bound to the address it reports. Anything else
-  // means the headers and the library disagree; stop before using them.
-  void check_layout() const {
-    sockaddr_storage bound{};
-    socklen_t len = sizeof bound;
-    const sockaddr_storage& reported = self_.getSockaddr();
-    const bool same =
-        state_ == LISTENING && fd_ >= 0 &&
-        ::getsockname(fd_, reinterpret_cast<sockaddr*>(&bound), &len) == 0 &&
-        bound.ss_family == reported.ss_family &&
-        std::memcmp(&bound, &reported,
-                    bound.ss_family == AF_INET6 ? sizeof(sockaddr_in6)
-                                                : sizeof(sockaddr_in)) == 0;
-    if (!same) {
-      fail(Status::kInternal, "gloo: the Gloo headers this library was built "
-           "with do not match the installed libgloo (a pair is not where "
-           "they place it); rebuild gang against the installed Gloo");
-    }
-  }
-
-  // Lock held, loop thread, state LISTENING.
-  void accept_candidate() {
-    const int fd = ::accept4(fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
-    if (fd < 0) {
-      if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ||
-          errno == ECONNABORTED) {
-        return;
-      }
-      signalException(str_cat("accept: ", base::errno_text(errno)));
-      return;
-    }
-    Candidate* slot = nullptr;
-    for (Candidate& c : candidates_) {
-      if (c.fd < 0) {
-        slot = &c;
-        break;
-      }
-      if (slot == nullptr || c.since < slot->since) slot = &c;
-    }
-    if (slot->fd >= 0) refuse(*slot, "was crowded out by newer connections");
-    slot->fd = fd;
-    slot->got = 0;
-    slot->since = Clock::now();
-    device_->registerDescriptor(fd, EPOLLIN, slot);
-  }
-
-  // Lock held, loop thread: `c` proved the secret; it becomes the pair's
-  // connection and the listening socket closes.
-  void adopt(Candidate& c) {
-    device_->unregisterDescriptor(c.fd, &c);
-    device_->unregisterDescriptor(fd_, this);
-    ::close(fd_);
-    fd_ = c.fd;
-    c.fd = -1;
-    drop_all();
-    connected_.store(true, std::memory_order_release);
-    handleConnected();
-  }
-
-  // Lock held, loop thread, state CONNECTING: the connection completed or
-  // failed; on success the proof goes first.
+  // Lock held, loop thread: the connection completed or failed; on
+  // success the rank and proof go first.
   void finish_connecting() {
     int err = 0;
     socklen_t len = sizeof err;
@@ -221,9 +177,8 @@ class AuthPair final : public tcp::Pair {
       signalException(str_cat("connect ", peer_.str(), ": ", base::errno_text(err)));
       return;
     }
-    const std::string p = proof(secret_, context_->rank, rank_, listener_address_);
-    const ssize_t n = ::send(fd_, p.data(), p.size(), MSG_NOSIGNAL);
-    if (n != static_cast<ssize_t>(p.size())) {
+    const ssize_t n = ::send(fd_, first_.data(), first_.size(), MSG_NOSIGNAL);
+    if (n != static_cast<ssize_t>(first_.size())) {
       signalException(str_cat("connect ", peer_.str(),
                               ": could not send the proof of the gang's secret: ",
                               n < 0 ? base::errno_text(errno) : "short write"));
@@ -233,11 +188,116 @@ class AuthPair final : public tcp::Pair {
     handleConnected();
   }
 
+  std::string first_;
+  std::atomic<bool> connected_{false};
+};
+
+class Listener;
+
+// One accepted connection whose proof has not arrived yet. Its handler
+// stays valid as long as the listener: the event loop may still hold an
+// event for a slot that was just emptied (or refilled) in the same tick.
+struct Candidate final : tcp::Handler {
+  Listener* listener = nullptr;
+  int fd = -1;
+  size_t got = 0;
+  char hello[kHelloBytes] = {};
+  Clock::time_point since;
+  void handleEvents(int events) override;
+};
+
+// The rank's listening port for its gang, a Gloo Pair that never connects
+// (Gloo's Pair binds to the device's address and registers with its loop).
+class Listener final : public tcp::Pair {
+ public:
+  Listener(MeshPairs* pairs, tcp::Context* context, tcp::Device* device,
+           Millis timeout, std::string secret)
+      : tcp::Pair(context, device, context->rank, timeout),
+        pairs_(pairs), secret_(std::move(secret)) {
+    std::lock_guard<std::mutex> lock(m_);
+    for (Candidate& c : candidates_) c.listener = this;
+    check_layout(state_ == LISTENING, fd_, self_);
+    if (::listen(fd_, kBacklog) != 0) {
+      fail(Status::kSystem, "gang_create: listen: ", base::errno_text(errno));
+    }
+    // The listening socket must never block the event loop.
+    ::fcntl(fd_, F_SETFL, ::fcntl(fd_, F_GETFL) | O_NONBLOCK);
+    address_ = self_.bytes();
+  }
+
+  ~Listener() override { shut(); }
+
+  const std::vector<char>& listening_address() const { return address_; }
+
+  // Stops listening and closes every waiting connection.
+  void shut() noexcept {
+    std::lock_guard<std::mutex> lock(m_);
+    drop_all();
+    if (state_ != CLOSED) changeState(CLOSED);
+  }
+
+  // Closes connections whose proofs are late. Any thread.
+  void sweep() {
+    std::lock_guard<std::mutex> lock(m_);
+    refuse_late();
+  }
+
+  void handleEvents(int) override {
+    std::unique_lock<std::mutex> lock(m_, std::try_to_lock);
+    if (!lock || state_ != LISTENING) return;
+    try {
+      refuse_late();
+      accept_candidates();
+    } catch (const std::exception& e) {
+      GANG_LOG(kWarn, "gloo: rank ", context_->rank, "'s listening port: ", e.what());
+    }
+  }
+
+  void on_candidate(Candidate& c);
+
+ private:
+  // Lock held, loop thread.
+  void accept_candidates() {
+    for (;;) {
+      const int fd = ::accept4(fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+      if (fd < 0) {
+        if (errno == EINTR || errno == ECONNABORTED) continue;
+        if (errno != EAGAIN && errno != EWOULDBLOCK) {
+          GANG_LOG(kWarn, "gloo: rank ", context_->rank, ": accept: ",
+                   base::errno_text(errno));
+        }
+        return;
+      }
+      Candidate* slot = nullptr;
+      for (Candidate& c : candidates_) {
+        if (c.fd < 0) {
+          slot = &c;
+          break;
+        }
+        if (slot == nullptr || c.since < slot->since) slot = &c;
+      }
+      if (slot->fd >= 0) refuse(*slot, "was crowded out by newer connections");
+      slot->fd = fd;
+      slot->got = 0;
+      slot->since = Clock::now();
+      device_->registerDescriptor(fd, EPOLLIN, slot);
+    }
+  }
+
+  void refuse_late() {
+    const auto now = Clock::now();
+    for (Candidate& c : candidates_) {
+      if (c.fd >= 0 && now - c.since > kProofWithin) {
+        refuse(c, "did not prove the gang's secret in time");
+      }
+    }
+  }
+
   void refuse(Candidate& c, const char* why) noexcept {
     try {
       const tcp::Address from = tcp::Address::fromPeerName(c.fd);
       GANG_LOG(kWarn, "gloo: rank ", context_->rank, " closed a connection from ",
-               from.str(), " to its pair with rank ", rank_, " that ", why);
+               from.str(), " that ", why);
     } catch (...) {
     }
     drop(c);
@@ -258,84 +318,252 @@ class AuthPair final : public tcp::Pair {
     for (Candidate& c : candidates_) drop(c);
   }
 
+  MeshPairs* const pairs_;
   const std::string secret_;
-  std::string expected_;                 // the proof this side listens for
-  std::vector<char> listener_address_;   // the peer's, when this side connects
+  std::vector<char> address_;
   std::array<Candidate, kCandidates> candidates_;
-  std::atomic<bool> connected_{false};
 };
 
-void Candidate::handleEvents(int) { pair->on_candidate(*this); }
+void Candidate::handleEvents(int) { listener->on_candidate(*this); }
 
-class AuthContext final : public tcp::Context {
+// The transport context: pairs made on first use (see gloo_pairs.h).
+class MeshPairs final : public tcp::Context {
  public:
-  AuthContext(std::shared_ptr<tcp::Device> device, int rank, int size,
-              std::string secret)
-      : tcp::Context(std::move(device), rank, size), secret_(std::move(secret)) {}
+  MeshPairs(std::shared_ptr<tcp::Device> device, int rank, int size,
+            std::string secret, Millis timeout)
+      : tcp::Context(std::move(device), rank, size),
+        secret_(std::move(secret)),
+        connecting_(static_cast<size_t>(size), false) {
+    setTimeout(timeout);
+    listener_ = std::make_unique<Listener>(this, this, device_.get(), timeout, secret_);
+  }
 
-  std::unique_ptr<::gloo::transport::Pair>& createPair(int peer) override {
-    pairs_[static_cast<size_t>(peer)].reset(
-        new AuthPair(this, device_.get(), peer, getTimeout(), secret_));
-    return pairs_[static_cast<size_t>(peer)];
+  // The listener goes first: once it is shut, no pair is adopted any more,
+  // and Gloo's destructor closes the pairs.
+  ~MeshPairs() override { listener_.reset(); }
+
+  const std::vector<char>& address() const { return listener_->listening_address(); }
+  void set_addresses(std::vector<std::vector<char>> all) { addresses_ = std::move(all); }
+
+  std::unique_ptr<::gloo::transport::Pair>& getPair(int peer) override {
+    auto& slot = pairs_.at(static_cast<size_t>(peer));
+    std::unique_lock<std::mutex> lock(mu_);
+    if (slot) return slot;
+    if (peer == rank) GLOO_THROW_INVALID_OPERATION_EXCEPTION("no pair with itself");
+    const auto until = Clock::now() + getTimeout();
+    if (peer > rank) {
+      // This rank connects; a second thread asking meanwhile waits for it.
+      while (connecting_[static_cast<size_t>(peer)] && !slot) {
+        wait(lock, until, peer, "connect to");
+      }
+      if (slot) return slot;
+      connecting_[static_cast<size_t>(peer)] = true;
+      lock.unlock();
+      std::unique_ptr<GangPair> pair;
+      try {
+        const auto& to = addresses_.at(static_cast<size_t>(peer));
+        pair = std::make_unique<GangPair>(this, device_.get(), peer, getTimeout());
+        pair->connect_out(to, hello(secret_, rank, peer, to));
+      } catch (...) {
+        lock.lock();
+        connecting_[static_cast<size_t>(peer)] = false;
+        cv_.notify_all();
+        throw;
+      }
+      lock.lock();
+      connecting_[static_cast<size_t>(peer)] = false;
+      if (closed_) {
+        lock.unlock();
+        pair->close();
+        throw ::gloo::IoException("the gang's connections were closed");
+      }
+      slot = std::move(pair);
+      cv_.notify_all();
+      return slot;
+    }
+    // The lower rank connects to this one.
+    while (!slot) wait(lock, until, peer, "be connected to by");
+    return slot;
+  }
+
+  // Loop thread: a connection from `peer` proved the secret. False when
+  // this rank takes no more connections or already has one with `peer`.
+  bool adopt(int peer, int fd) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto& slot = pairs_[static_cast<size_t>(peer)];
+    if (closed_ || slot) return false;
+    auto pair = std::make_unique<GangPair>(this, device_.get(), peer, getTimeout());
+    pair->adopt(fd);
+    slot = std::move(pair);
+    cv_.notify_all();
+    return true;
+  }
+
+  void close_all() noexcept {
+    std::vector<::gloo::transport::Pair*> open;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      closed_ = true;
+      for (auto& p : pairs_) {
+        if (p) open.push_back(p.get());
+      }
+      cv_.notify_all();
+    }
+    if (listener_) listener_->shut();
+    for (auto* p : open) {
+      try {
+        p->close();
+      } catch (...) {
+      }
+    }
   }
 
  private:
+  // Waits a slice for a change; throws once closed or past `until`. Late
+  // proofs are swept meanwhile (a silent connection never wakes the loop).
+  void wait(std::unique_lock<std::mutex>& lock, Clock::time_point until, int peer,
+            const char* what) {
+    if (closed_) throw ::gloo::IoException("the gang's connections were closed");
+    const auto now = Clock::now();
+    if (now >= until) {
+      throw ::gloo::IoException(str_cat("Timed out: rank ", rank, " waited ",
+                                        getTimeout().count(), " ms to ", what,
+                                        " rank ", peer));
+    }
+    cv_.wait_for(lock, std::min<Clock::duration>(until - now, std::chrono::seconds(1)));
+    if (Clock::now() - last_sweep_ > std::chrono::seconds(1)) {
+      last_sweep_ = Clock::now();
+      lock.unlock();
+      listener_->sweep();
+      lock.lock();
+    }
+  }
+
   const std::string secret_;
+  std::vector<std::vector<char>> addresses_;  // every rank's listening port
+  std::unique_ptr<Listener> listener_;
+  std::mutex mu_;  // pairs_ (the slots), connecting_, closed_
+  std::condition_variable cv_;
+  std::vector<bool> connecting_;
+  bool closed_ = false;
+  Clock::time_point last_sweep_;
 };
 
-// A Gloo context over pairs made elsewhere.
+void Listener::on_candidate(Candidate& c) {
+  std::unique_lock<std::mutex> lock(m_, std::try_to_lock);
+  if (!lock || c.fd < 0 || state_ != LISTENING) return;
+  try {
+    while (c.got < sizeof c.hello) {
+      const ssize_t n = ::recv(c.fd, c.hello + c.got, sizeof c.hello - c.got, 0);
+      if (n > 0) {
+        c.got += static_cast<size_t>(n);
+      } else if (n < 0 && errno == EINTR) {
+        continue;
+      } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+        return;  // the rest comes with a later event
+      } else {
+        refuse(c, "closed before it proved the gang's secret");
+        return;
+      }
+    }
+    const auto* b = reinterpret_cast<const unsigned char*>(c.hello);
+    const uint32_t from = (uint32_t{b[0]} << 24) | (uint32_t{b[1]} << 16) |
+                          (uint32_t{b[2]} << 8) | uint32_t{b[3]};
+    const int me = context_->rank;
+    // Only a lower rank connects to this one.
+    const std::string expected =
+        from < static_cast<uint32_t>(me)
+            ? proof(secret_, static_cast<int>(from), me, address_)
+            : std::string(base::kDigestBytes, '\0');
+    if (from >= static_cast<uint32_t>(me) ||
+        !base::equal_in_constant_time(
+            std::string(c.hello + kRankBytes, base::kDigestBytes), expected)) {
+      refuse(c, "did not prove the gang's secret");
+      return;
+    }
+    const int fd = c.fd;
+    device_->unregisterDescriptor(fd, &c);
+    c.fd = -1;
+    c.got = 0;
+    if (!pairs_->adopt(static_cast<int>(from), fd)) {
+      GANG_LOG(kWarn, "gloo: rank ", me, " closed a second connection from rank ",
+               from);
+      ::close(fd);
+    }
+  } catch (const std::exception& e) {
+    GANG_LOG(kWarn, "gloo: rank ", context_->rank, "'s listening port: ", e.what());
+    drop(c);
+  }
+}
+
+// A Gloo context over the pairs above.
 class MeshContext final : public ::gloo::rendezvous::Context {
  public:
-  MeshContext(int rank, int size,
-              std::shared_ptr<::gloo::transport::Device> device,
-              std::shared_ptr<::gloo::transport::Context> pairs)
-      : ::gloo::rendezvous::Context(rank, size) {
+  MeshContext(int rank, int size, std::shared_ptr<::gloo::transport::Device> device,
+              std::shared_ptr<MeshPairs> pairs)
+      : ::gloo::rendezvous::Context(rank, size), pairs_(pairs) {
     device_ = std::move(device);
     transportContext_ = std::move(pairs);
   }
+
+  void close_all() noexcept { pairs_->close_all(); }
+
+ private:
+  std::shared_ptr<MeshPairs> pairs_;
 };
 
 }  // namespace
 
 std::shared_ptr<::gloo::rendezvous::Context> connect_mesh(
     store::Store& store, std::shared_ptr<::gloo::transport::Device> device,
-    int rank, int size, const std::string& secret, Millis timeout) {
+    int rank, int size, const std::string& secret, Millis timeout,
+    Millis pair_timeout) {
   auto tcp_device = std::dynamic_pointer_cast<tcp::Device>(device);
   if (!tcp_device) {
     fail(Status::kInternal, "gloo: the device is not Gloo's TCP device");
   }
   const Clock::time_point deadline = Clock::now() + timeout;
-  auto pairs = std::make_shared<AuthContext>(tcp_device, rank, size, secret);
-  pairs->setTimeout(timeout);
+  const auto left = [&] {
+    return std::max(Millis(1),
+                    std::chrono::duration_cast<Millis>(deadline - Clock::now()));
+  };
+  auto pairs = std::make_shared<MeshPairs>(tcp_device, rank, size, secret, pair_timeout);
+  const std::vector<char>& mine = pairs->address();
+  const size_t entry = mine.size();
 
-  store::Bytes mine;
-  size_t entry = 0;
-  for (int peer = 0; peer < size; ++peer) {
-    if (peer == rank) continue;
-    const std::vector<char> address = pairs->createPair(peer)->address().bytes();
-    entry = address.size();
-    mine.insert(mine.end(), address.begin(), address.end());
-  }
-  store.set(std::to_string(rank), mine);
-
-  for (int peer = 0; peer < size; ++peer) {
-    if (peer == rank) continue;
-    const Millis left = std::max(
-        Millis(1), std::chrono::duration_cast<Millis>(deadline - Clock::now()));
-    const store::Bytes theirs = store.get(std::to_string(peer), left);
-    if (theirs.size() != entry * static_cast<size_t>(size - 1)) {
-      fail(Status::kPeerLost, "gang_create: rank ", peer, " published ",
-           theirs.size(), " bytes of pair addresses where rank ", rank,
-           " expects ", entry * static_cast<size_t>(size - 1));
+  // Rank 0 gathers the addresses and publishes the list: 2N + 1 operations.
+  store::Bytes all;
+  if (rank == 0) {
+    all.assign(mine.begin(), mine.end());
+    for (int peer = 1; peer < size; ++peer) {
+      const store::Bytes theirs = store.get(std::to_string(peer), left());
+      if (theirs.size() != entry) {
+        fail(Status::kPeerLost, "gang_create: rank ", peer, " published a ",
+             theirs.size(), "-byte listening address where rank 0 expects ", entry);
+      }
+      all.insert(all.end(), theirs.begin(), theirs.end());
     }
-    // Rank `peer` lists its pairs in rank order, skipping itself.
-    const size_t at = entry * static_cast<size_t>(rank < peer ? rank : rank - 1);
-    pairs->getPair(peer)->connect(
-        std::vector<char>(theirs.begin() + static_cast<ptrdiff_t>(at),
-                          theirs.begin() + static_cast<ptrdiff_t>(at + entry)));
+    store.set("all", all);
+  } else {
+    store.set(std::to_string(rank), store::Bytes(mine.begin(), mine.end()));
+    all = store.get("all", left());
+    if (all.size() != entry * static_cast<size_t>(size)) {
+      fail(Status::kPeerLost, "gang_create: rank 0 published ", all.size(),
+           " bytes of listening addresses where rank ", rank, " expects ",
+           entry * static_cast<size_t>(size));
+    }
   }
-  return std::make_shared<MeshContext>(rank, size, std::move(device),
-                                       std::move(pairs));
+  std::vector<std::vector<char>> addresses(static_cast<size_t>(size));
+  for (size_t r = 0; r < addresses.size(); ++r) {
+    addresses[r].assign(all.begin() + static_cast<ptrdiff_t>(r * entry),
+                        all.begin() + static_cast<ptrdiff_t>((r + 1) * entry));
+  }
+  pairs->set_addresses(std::move(addresses));
+  return std::make_shared<MeshContext>(rank, size, std::move(device), std::move(pairs));
+}
+
+void close_mesh(::gloo::rendezvous::Context& context) noexcept {
+  if (auto* mesh = dynamic_cast<MeshContext*>(&context)) mesh->close_all();
 }
 
 }  // namespace gang::backends::gloo_impl
