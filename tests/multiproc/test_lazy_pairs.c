@@ -1,0 +1,111 @@
+/*
+ * test_lazy_pairs.c - a Gloo gang connects only the ranks that talk.
+ *
+ * 16 ranks create a gloo gang. Creation ends with a barrier (above 8
+ * ranks a dissemination: the ranks 1, 2, 4 and 8 ahead and behind), so a
+ * new gang has its listening port and 4 to 7 peers connected, not 15; an
+ * 8-byte all-reduce (a ring above 8 ranks) and another barrier need no
+ * others; an all-to-all then connects all 15. Connections are counted as
+ * the socket descriptors of the process, between barriers (a rank that ran
+ * ahead into the all-to-all would connect to a rank still counting).
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include <gang/gang.h>
+
+#include "harness.h"
+
+#define RANKS 16
+
+static int sockets(void) {
+  DIR* d = opendir("/proc/self/fd");
+  struct dirent* e;
+  int n = 0;
+  if (d == NULL) return -1;
+  while ((e = readdir(d)) != NULL) {
+    char path[300], target[64];
+    ssize_t len;
+    snprintf(path, sizeof path, "/proc/self/fd/%s", e->d_name);
+    len = readlink(path, target, sizeof target - 1);
+    if (len > 0) {
+      target[len] = '\0';
+      n += strncmp(target, "socket:", 7) == 0;
+    }
+  }
+  closedir(d);
+  return n;
+}
+
+static int proc_rank(int rank, int size, const char* url, void* arg) {
+  gang_store_t* store = NULL;
+  gang_options_t o;
+  gang_t* g = NULL;
+  int64_t x = rank + 1, y = 0;
+  int64_t all_in[RANKS], all_out[RANKS];
+  int before, created, after_ops, after_all;
+  int i;
+  (void)arg;
+  CHECK_OK(gang_store_create(url, 0, 60000, &store));
+  gang_options_init(&o);
+  o.backend = "gloo";
+  o.rank = rank;
+  o.size = size;
+  o.store = store;
+  o.timeout_ms = 60000;
+  before = sockets();
+  CHECK_OK(gang_create(&o, &g));
+  created = sockets() - before - 1; /* the listening port */
+  CHECK_OK(gang_all_reduce(g, &x, &y, 1, GANG_INT64, GANG_SUM, NULL));
+  CHECK(y == (int64_t)size * (size + 1) / 2, "sum %lld", (long long)y);
+  CHECK_OK(gang_barrier(g, NULL));
+  after_ops = sockets() - before - 1;
+  /* No rank connects anew (all_to_all) before every rank has counted. */
+  CHECK_OK(gang_barrier(g, NULL));
+  for (i = 0; i < size; ++i) all_in[i] = rank * 100 + i;
+  CHECK_OK(gang_all_to_all(g, all_in, all_out, 1, GANG_INT64, NULL));
+  for (i = 0; i < size; ++i) {
+    CHECK(all_out[i] == i * 100 + rank, "all_to_all[%d] = %lld", i, (long long)all_out[i]);
+  }
+  /* Every rank's connections are made once all are past the all_to_all;
+   * none closes before all have counted. */
+  CHECK_OK(gang_barrier(g, NULL));
+  after_all = sockets() - before - 1;
+  CHECK_OK(gang_barrier(g, NULL));
+  if (getenv("DBG") || rank == 0) {
+    fprintf(stderr, "rank %d peers connected: %d after gang_create, %d after "
+            "all_reduce and barrier, %d after all_to_all\n", rank, created, after_ops,
+            after_all);
+  }
+  CHECK(created >= 4 && created <= 7,
+        "gang_create connected %d peers, expected 4 to 7", created);
+  CHECK(after_ops == created, "all_reduce and barrier connected %d more peers",
+        after_ops - created);
+  CHECK(after_all == size - 1, "an all-to-all left %d peers connected, not %d",
+        after_all, size - 1);
+  CHECK_OK(gang_destroy(g));
+  CHECK_OK(gang_store_destroy(store));
+  return 0;
+}
+
+static void test_only_ranks_that_talk_connect(void** s) {
+  (void)s;
+  assert_int_equal(gang_test_run_procs(RANKS, proc_rank, NULL, 120), 0);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_only_ranks_that_talk_connect),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
