@@ -12,6 +12,7 @@
 #include "core/log.h"
 #include "core/registry.h"
 #include "core/rendezvous.h"
+#include "core/two_level.h"
 #include "store/store.h"
 #include "topology/host.h"
 
@@ -109,9 +110,15 @@ std::shared_ptr<Gang> Gang::create(const GangOptions& o) {
   Generation gen = join_generation(
       *store, r.name, r.rank, r.size, cfg.host_id,
       std::chrono::duration_cast<Millis>(cfg.deadline - Clock::now()));
+  // Every rank decides alike: they all read the same host numbers.
+  const bool automatic = o.backend.empty() || o.backend == "auto";
   if (gen.hosts() == 1) {
-    // Every rank decides alike: they all read the same host numbers.
     s.backend = select_backend(o.backend, o.device_type, true);
+  } else if (automatic && spans_shared_hosts(gen.host_of)) {
+    // Several ranks on some hosts: a one-host backend within each, the
+    // wide one between them.
+    BackendInfo local = select_backend(o.backend, o.device_type, true);
+    if (local.one_host_only) s.backend = two_level(local, s.backend);
   }
   s.store_prefix = std::move(gen.prefix);
   cfg.secret = std::move(gen.secret);

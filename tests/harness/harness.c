@@ -135,6 +135,16 @@ static void child_main(const gang_test_opts_t* o, int rank, pid_t parent,
   /* A rank never outlives the test that forked it. */
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (getppid() != parent) _exit(99);
+  /* GANG_TEST_HOSTS=H: the ranks play H hosts, rank r on host r % H (so a
+   * host's ranks are not contiguous), through gang's GANG_HOST_ID. */
+  {
+    const char* hosts = getenv("GANG_TEST_HOSTS");
+    if (hosts != NULL && atoi(hosts) > 0) {
+      char id[64];
+      snprintf(id, sizeof id, "gang-test-host-%d", rank % atoi(hosts));
+      setenv("GANG_HOST_ID", id, 1);
+    }
+  }
 
   if (o->plain_fn != NULL) {
     rc = o->plain_fn(rank, o->size, url, o->arg);

@@ -69,9 +69,9 @@ run() {
   done
   for r in 2 3; do
     expect_grep "^\[rank $r\] rank $r of 4: sum 10 ok$" "$TMP/$name.b.out" "$name: rank $r"
-  done  # "auto" picks gloo: the ranks are on two hosts (shm serves one host).
-  [ "$(cat "$TMP/$name".*.err | grep -c 'created gang "root" rank [0-3] of 4 on gloo')" -eq 4 ] ||
-    fail "$name: not every rank created its gang on gloo: $(grep -h 'created gang' "$TMP/$name".*.err)"
+  done  # "auto" picks two levels: shm within each host, gloo between them.
+  [ "$(cat "$TMP/$name".*.err | grep -c 'created gang "root" rank [0-3] of 4 on shm+gloo')" -eq 4 ] ||
+    fail "$name: not every rank created its gang on shm+gloo: $(grep -h 'created gang' "$TMP/$name".*.err)"
 }
 
 note "interface from the route to the master address"
