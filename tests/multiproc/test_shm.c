@@ -2,7 +2,9 @@
  * test_shm.c - what is particular to the shm backend: it says so in
  * gang_backend_name, refuses nothing of the collective surface, fails a
  * mismatched collective with GANG_ERR_MISMATCH on every rank, and leaves
- * nothing in /dev/shm, even when a rank is killed in the middle.
+ * nothing in /dev/shm, even when a rank is killed in the middle; large
+ * broadcasts and gathers (one copy, straight from the owner's buffer) give
+ * the same results as with GANG_SHM_SINGLE_COPY=0 (a copy in and out).
  * (The collective matrix and the failure tests also run on shm:
  * multiproc.shm.*.)
  */
@@ -48,6 +50,71 @@ static int rank_basic(gang_t* g, int rank, int size, void* arg) {
   CHECK_OK(gang_all_reduce(g, x, y, 3, GANG_FLOAT64, GANG_SUM, NULL));
   CHECK(y[0] == size * (size - 1) / 2.0 && y[1] == size, "sum %g %g", y[0], y[1]);
   return 0;
+}
+
+/* Value j of rank r's block. */
+static uint32_t val(int r, size_t j) { return (uint32_t)(r * 1000003u + j * 7u + 1u); }
+
+/* Broadcast, all_gather (out of and in place), all_gatherv and gather of
+ * blocks from 40 KiB to 1 MiB + a few bytes, every element checked. */
+static int rank_large(gang_t* g, int rank, int size, void* arg) {
+  static const size_t kElems[] = {10240, 262147};
+  size_t i, j;
+  (void)arg;
+  for (i = 0; i < sizeof kElems / sizeof kElems[0]; ++i) {
+    const size_t n = kElems[i];
+    uint32_t* mine = malloc(n * 4);
+    uint32_t* all = malloc(n * 4 * (size_t)size);
+    size_t counts[8], total = 0;
+    int r, root = size - 1;
+    CHECK(mine != NULL && all != NULL, "out of memory");
+    for (j = 0; j < n; ++j) mine[j] = rank == root ? val(root, j) : 0;
+    CHECK_OK(gang_broadcast(g, mine, n, GANG_UINT32, root, NULL));
+    for (j = 0; j < n; ++j) CHECK(mine[j] == val(root, j), "broadcast[%zu]", j);
+
+    for (j = 0; j < n; ++j) mine[j] = val(rank, j);
+    CHECK_OK(gang_all_gather(g, mine, all, n, GANG_UINT32, NULL));
+    for (r = 0; r < size; ++r) {
+      for (j = 0; j < n; ++j) CHECK(all[(size_t)r * n + j] == val(r, j), "all_gather %d[%zu]", r, j);
+    }
+    memset(all, 0, n * 4 * (size_t)size);
+    memcpy(all + (size_t)rank * n, mine, n * 4);
+    CHECK_OK(gang_all_gather(g, all + (size_t)rank * n, all, n, GANG_UINT32, NULL));
+    for (r = 0; r < size; ++r) {
+      for (j = 0; j < n; ++j) CHECK(all[(size_t)r * n + j] == val(r, j), "in place %d[%zu]", r, j);
+    }
+
+    for (r = 0; r < size; ++r) {
+      counts[r] = n - (size_t)r * 1000;
+      total += counts[r];
+    }
+    memset(all, 0, n * 4 * (size_t)size);
+    CHECK_OK(gang_all_gatherv(g, mine, counts[rank], all, counts, (size_t)size,
+                              GANG_UINT32, NULL));
+    for (r = 0, total = 0; r < size; total += counts[r], ++r) {
+      for (j = 0; j < counts[r]; ++j) CHECK(all[total + j] == val(r, j), "all_gatherv %d[%zu]", r, j);
+    }
+
+    memset(all, 0xab, n * 4 * (size_t)size);
+    CHECK_OK(gang_gather(g, mine, all, n, GANG_UINT32, 0, NULL));
+    for (r = 0; r < size; ++r) {
+      for (j = 0; j < n; ++j) {
+        const uint32_t want = rank == 0 ? val(r, j) : 0xabababab;
+        CHECK(all[(size_t)r * n + j] == want, "gather %d[%zu]", r, j);
+      }
+    }
+    free(mine);
+    free(all);
+  }
+  return 0;
+}
+
+static void test_shm_large(void** s) {
+  (void)s;
+  assert_int_equal(gang_test_run_ranks(3, "shm", rank_large, NULL, 30000, WALL_S), 0);
+  setenv("GANG_SHM_SINGLE_COPY", "0", 1);
+  assert_int_equal(gang_test_run_ranks(3, "shm", rank_large, NULL, 30000, WALL_S), 0);
+  unsetenv("GANG_SHM_SINGLE_COPY");
 }
 
 static int rank_mismatch(gang_t* g, int rank, int size, void* arg) {
@@ -111,6 +178,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_shm_gang),
       cmocka_unit_test(test_shm_mismatch),
+      cmocka_unit_test(test_shm_large),
       cmocka_unit_test(test_shm_leaves_nothing),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

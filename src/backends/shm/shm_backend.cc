@@ -4,6 +4,7 @@
 #include "base/error.h"
 #include "core/collective.h"
 #include "core/local_collective.h"
+#include "core/log.h"
 #include "core/registry.h"
 #include "store/store.h"
 
@@ -97,8 +98,11 @@ std::unique_ptr<core::Backend> make_shm(const core::BackendConfig& c) {
            c.rank);
     }
   }
-  return std::make_unique<ShmBackend>(
-      c, Segment::open(*c.store, c.rank, c.size, kSlotBytes, c.deadline));
+  std::shared_ptr<Segment> segment =
+      Segment::open(*c.store, c.rank, c.size, kSlotBytes, c.deadline);
+  GANG_LOG(kInfo, "shm: rank ", c.rank, " of ", c.size, " attached; single copy ",
+           segment->single_copy() ? "on" : "off (copies in and out)");
+  return std::make_unique<ShmBackend>(c, std::move(segment));
 }
 
 core::BackendInfo shm_info() {

@@ -1,11 +1,15 @@
 #include "backends/shm/shm_collectives.h"
 
+#include <sys/uio.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <string>
 #include <vector>
 
 #include "base/error.h"
+#include "base/text.h"
 #include "core/collective.h"
 #include "core/reduce.h"
 #include "core/types.h"
@@ -32,6 +36,16 @@ uint64_t hash_counts(const std::vector<size_t>& v) {
   }
   return h;
 }
+
+// From this size on, broadcasts and gathers copy once, straight from the
+// owner's buffer (process_vm_readv), when the segment allows it: two
+// meetings and one copy instead of a copy in, a meeting and a copy out.
+constexpr size_t kSingleCopyBytes = 32 << 10;
+// From this size on a broadcast's copy in and out in large chunks beats one
+// copy through the kernel (which pins every page, and holds the root until
+// the last rank has read): the root fills the next chunk, or starts its
+// next operation, while the others empty the last.
+constexpr size_t kSingleCopyBroadcastBelow = 1 << 20;
 
 bool rooted(OpKind k) {
   return k == OpKind::kReduce || k == OpKind::kBroadcast ||
@@ -62,6 +76,42 @@ class Run {
     const bool v = a_.kind == OpKind::kAllGatherV || a_.kind == OpKind::kReduceScatterV;
     d.count = v || a_.kind == OpKind::kAllToAllV ? 0 : a_.count;
     d.total = v ? hash_counts(a_.recv_counts) : 0;
+    // Where peers read this rank's buffer, for a single copy.
+    const bool gathers = a_.kind == OpKind::kAllGather || a_.kind == OpKind::kAllGatherV ||
+                         a_.kind == OpKind::kGather;
+    d.addr = a_.kind == OpKind::kBroadcast ? reinterpret_cast<uintptr_t>(a_.recv)
+             : gathers                     ? reinterpret_cast<uintptr_t>(a_.send)
+                                           : 0;
+  }
+
+  // Whether `bytes` (the same on every rank) go by single copy.
+  bool single_copy(size_t bytes) const {
+    return n_ > 1 && bytes >= kSingleCopyBytes && seg_.single_copy();
+  }
+
+  // Copies n bytes of rank p's buffer (from its offset `at`) to `to`; after
+  // the operation's first meeting.
+  void read_from(int p, size_t at, void* to, size_t n) const {
+    const auto& theirs = seg_.rank_block(p).channel[ch_].desc[turn_ % 2];
+    const int pid = seg_.rank_block(p).pid.load(std::memory_order_acquire);
+    size_t done = 0;
+    while (done < n) {
+      iovec local{static_cast<uint8_t*>(to) + done, n - done};
+      iovec remote{reinterpret_cast<void*>(theirs.addr + at + done), n - done};
+      const ssize_t got = ::process_vm_readv(pid, &local, 1, &remote, 1, 0);
+      if (got > 0) {
+        done += static_cast<size_t>(got);
+      } else if (got < 0 && errno == EINTR) {
+        continue;
+      } else if (got < 0 && errno == ESRCH) {
+        fail(Status::kPeerLost, "shm: rank ", p, " (pid ", pid, ") is gone");
+      } else {
+        fail(Status::kSystem, "shm: rank ", me_, " cannot read rank ", p,
+             "'s buffer (process_vm_readv: ",
+             got < 0 ? base::errno_text(errno) : std::string("nothing read"),
+             "); GANG_SHM_SINGLE_COPY=0 on every rank turns single copies off");
+      }
+    }
   }
 
   int me() const { return me_; }
@@ -170,6 +220,12 @@ void all_reduce(Run& r, bool only_root) {
 void broadcast(Run& r) {
   const auto& a = r.args();
   const size_t bytes = a.count * r.es();
+  if (r.single_copy(bytes) && bytes < kSingleCopyBroadcastBelow) {
+    r.sync();  // every rank's address is out
+    if (r.me() != a.root) r.read_from(a.root, 0, a.recv, bytes);
+    r.sync();  // the root's buffer is read
+    return;
+  }
   for (size_t off = 0; off < bytes || off == 0; off += r.chunk()) {
     const size_t len = std::min(r.chunk(), bytes - off);
     if (r.me() == a.root) copy(r.slot(a.root), in_bytes(a.recv) + off, len);
@@ -192,6 +248,22 @@ void gather_like(Run& r, const std::vector<size_t>& counts, bool only_root) {
   }
   const bool receives = !only_root || r.me() == a.root;
   const size_t mine = counts[static_cast<size_t>(r.me())] * r.es();
+  if (r.single_copy(most)) {
+    if (receives && mine != 0) {
+      std::memmove(out_bytes(a.recv) + at[static_cast<size_t>(r.me())], a.send, mine);
+    }
+    r.sync();  // every rank's address is out
+    if (receives) {
+      for (int p = 0; p < r.n(); ++p) {
+        const size_t theirs = counts[static_cast<size_t>(p)] * r.es();
+        if (p != r.me() && theirs != 0) {
+          r.read_from(p, 0, out_bytes(a.recv) + at[static_cast<size_t>(p)], theirs);
+        }
+      }
+    }
+    r.sync();  // every buffer is read
+    return;
+  }
   for (size_t off = 0; off < most || off == 0; off += r.chunk()) {
     if (off < mine) {
       copy(r.slot(r.me()), in_bytes(a.send) + off, std::min(r.chunk(), mine - off));

@@ -3,10 +3,12 @@
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <new>
 
@@ -33,6 +35,22 @@ Millis left(Clock::time_point deadline) {
 }
 
 std::string text(const store::Bytes& b) { return std::string(b.begin(), b.end()); }
+
+bool single_copy_wanted() {
+  const char* v = std::getenv("GANG_SHM_SINGLE_COPY");
+  return v == nullptr || std::strcmp(v, "0") != 0;
+}
+
+// Whether this process may read rank 0's memory: its magic, read where rank
+// 0 maps the header.
+bool can_read(int pid, uint64_t address) {
+  uint64_t magic = 0;
+  iovec local{&magic, sizeof magic};
+  iovec remote{reinterpret_cast<void*>(address), sizeof magic};
+  return ::process_vm_readv(pid, &local, 1, &remote, 1, 0) ==
+             static_cast<ssize_t>(sizeof magic) &&
+         magic == kMagic;
+}
 store::Bytes bytes(const std::string& s) { return store::Bytes(s.begin(), s.end()); }
 
 }  // namespace
@@ -62,6 +80,7 @@ std::unique_ptr<Segment> Segment::open(store::Store& store, int rank, int size,
   std::unique_ptr<Segment> s(new Segment());
   s->lay_out(size, slot_bytes);
   base::UniqueFd fd;
+  int pid0 = 0;  // rank 0's process, seen from the others
   if (rank == 0) {
     fd = base::UniqueFd(::memfd_create("gang-shm", MFD_CLOEXEC));
     if (!fd.valid()) {
@@ -80,6 +99,7 @@ std::unique_ptr<Segment> Segment::open(store::Store& store, int rank, int size,
       fail(Status::kMismatch, "shm: rank 0's segment (\"", where,
            "\") is not the one rank ", rank, " expects (", s->bytes_, " bytes)");
     }
+    pid0 = pid;
     const std::string path = str_cat("/proc/", pid, "/fd/", theirs);
     fd = base::UniqueFd(::open(path.c_str(), O_RDWR | O_CLOEXEC));
     if (!fd.valid()) {
@@ -100,6 +120,8 @@ std::unique_ptr<Segment> Segment::open(store::Store& store, int rank, int size,
     Header& h = s->header();
     h.magic = kMagic;
     h.size = size;
+    h.rank0_header = reinterpret_cast<uintptr_t>(s->base_);
+    if (!single_copy_wanted()) h.no_single_copy.store(1, std::memory_order_relaxed);
     for (int c = 0; c < kChannels; ++c) h.slot_bytes[c] = slot_bytes[c];
     // The others read the header only after they read this key.
     store.set("segment", bytes(str_cat(::getpid(), " ", fd.get(), " ", s->bytes_)));
@@ -109,10 +131,15 @@ std::unique_ptr<Segment> Segment::open(store::Store& store, int rank, int size,
   }
   s->rank_block(rank).pid.store(static_cast<int32_t>(::getpid()),
                                 std::memory_order_release);
+  if (rank != 0 && (!single_copy_wanted() ||
+                    !can_read(pid0, s->header().rank0_header))) {
+    s->header().no_single_copy.store(1, std::memory_order_release);
+  }
   // Rank 0 keeps its file open until every rank has mapped the segment;
   // then only the mappings hold it.
   if (store.add("attached", 1) == size) store.set("all-attached", bytes("1"));
   store.get("all-attached", left(deadline));
+  s->single_copy_ = s->header().no_single_copy.load(std::memory_order_acquire) == 0;
   return s;
 }
 

@@ -36,6 +36,7 @@ struct OpDesc {
   int32_t root;
   uint64_t count;
   uint64_t total;  // v-collectives: the sum of the counts
+  uint64_t addr;   // single copy: where this rank's peers read its buffer
 };
 
 // Per rank, per channel: written by that rank only. Two descriptions, by
@@ -87,6 +88,11 @@ struct alignas(kLine) Header {
   // Set by a rank that aborts or fails; every waiter then gives up.
   alignas(kLine) std::atomic<uint32_t> failed;
   std::atomic<int32_t> failed_rank;
+  // Single copy: rank 0's address of this header, which every other rank
+  // tries to read with process_vm_readv while it attaches; set if one of
+  // them could not (or GANG_SHM_SINGLE_COPY=0 there).
+  alignas(kLine) uint64_t rank0_header;
+  std::atomic<uint32_t> no_single_copy;
 };
 
 class Segment {
@@ -121,6 +127,9 @@ class Segment {
     return reinterpret_cast<Mailbox*>(base_ + mail_at_)[i];
   }
   int size() const { return size_; }
+  // Every rank may read every other one's memory (process_vm_readv): the
+  // kernel allows it and no rank turned it off. The same on every rank.
+  bool single_copy() const { return single_copy_; }
 
  private:
   Segment() = default;
@@ -129,6 +138,7 @@ class Segment {
   uint8_t* base_ = nullptr;
   size_t bytes_ = 0;
   int size_ = 0;
+  bool single_copy_ = false;
   size_t ranks_at_ = 0, barriers_at_ = 0, slots_at_[kChannels] = {}, mail_at_ = 0;
 };
 
