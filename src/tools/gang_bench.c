@@ -14,6 +14,9 @@
  * "size" is the largest buffer of a rank: the gathered whole for
  * all_gather and gather, the whole input of reduce_scatter, scatter and
  * all_to_all. Only the public API is used. */
+#define _GNU_SOURCE
+#include <sched.h>
+#include <unistd.h>
 #include <gang/gang.h>
 
 #include <math.h>
@@ -62,7 +65,7 @@ typedef struct config {
   size_t min_bytes, max_bytes;
   double factor;
   size_t step_bytes; /* -i: additive steps instead of a factor */
-  int iters, warmup, check, latency, json, root;
+  int iters, warmup, check, latency, json, root, bind;
   gang_dtype_t dtype;
   gang_op_t op;
   const char* backend;
@@ -472,6 +475,8 @@ static void usage(FILE* f) {
       "  -r, --root N        root of rooted collectives (default 0)\n"
       "  -c, --check 0|1     check every result (default 1)\n"
       "      --latency       also print avg, min, p50, p99 and max per size\n"
+      "      --bind          pin each rank to one core (its local rank modulo the\n"
+      "                      cores), as mpirun binds its ranks by default\n"
       "      --json          print JSON instead of the table\n"
       "      --backend NAME  the gang's backend (default auto)\n");
 }
@@ -514,6 +519,9 @@ static int parse_args(int argc, char** argv, config_t* c) {
       exit(0);
     } else if (!strcmp(a, "--latency")) {
       c->latency = 1;
+      takes = 0;
+    } else if (!strcmp(a, "--bind")) {
+      c->bind = 1;
       takes = 0;
     } else if (!strcmp(a, "--json")) {
       c->json = 1;
@@ -639,6 +647,16 @@ int main(int argc, char** argv) {
   created[2] = wall_us();
   g_rank = gang_rank(g_gang);
   g_size = gang_size(g_gang);
+  if (c.bind) {
+    /* The local rank from the launcher, else the rank (one host). */
+    const char* local = getenv("GANG_LOCAL_RANK");
+    if (local == NULL) local = getenv("LOCAL_RANK");
+    const long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET((int)((local ? atoi(local) : g_rank) % (cores > 0 ? cores : 1)), &set);
+    if (sched_setaffinity(0, sizeof set, &set) != 0) perror("gang-bench: --bind");
+  }
   MUST(gang_all_reduce(g_gang, created, created, 3, GANG_FLOAT64, GANG_MAX, NULL));
   const double create_ms = (created[2] - created[0]) / 1e3;
   const double create_first_ms = (created[2] + created[1]) / 1e3;

@@ -17,11 +17,12 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Spins cost nothing to a rank whose peers have cores of their own (and are
-// skipped when the gang has more ranks than the host has cores); yields let
-// a rank that shares a core with its peers hand it over, for a while; then
-// sleep on the futex.
-constexpr int kSpins = 2000;
+// Spinning costs nothing to a rank whose peers have cores of their own, but
+// a whole spin to one whose peer waits for the same core (the scheduler may
+// put them there): so spin briefly (and not at all when the gang has more
+// ranks than the host has cores), then yield, which hands a shared core
+// over, for a while; then sleep on the futex.
+constexpr auto kSpinFor = std::chrono::microseconds(4);
 constexpr auto kYieldFor = std::chrono::microseconds(500);
 constexpr auto kNap = std::chrono::milliseconds(20);
 
@@ -84,8 +85,10 @@ void Waiter::check() const {
 void Waiter::wait_change(const std::atomic<uint32_t>& word, uint32_t seen,
                          Clock::time_point deadline) const {
   if (!more_ranks_than_cores(segment_.size())) {
-    for (int i = 0; i < kSpins; ++i) {
+    const auto stop_spinning = Clock::now() + kSpinFor;
+    for (int i = 0;; ++i) {
       if (word.load(std::memory_order_acquire) != seen) return;
+      if ((i & 63) == 63 && Clock::now() >= stop_spinning) break;
       relax();
     }
   }
