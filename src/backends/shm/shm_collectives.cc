@@ -136,10 +136,10 @@ class Run {
     if (b.count.fetch_add(1, std::memory_order_acq_rel) ==
         static_cast<uint32_t>(n_ - 1)) {
       b.count.store(0, std::memory_order_relaxed);
-      b.generation.store(gen + 1, std::memory_order_release);
-      Waiter::wake_all(b.generation);
+      b.generation.store(gen + 1, std::memory_order_seq_cst);
+      Waiter::wake_sleepers(b.generation, b.sleepers);
     } else {
-      waiter_.wait_change(b.generation, gen, op_.deadline);
+      waiter_.wait_change(b.generation, gen, op_.deadline, b.sleepers);
     }
     ++phase_;
     if (!checked_) {

@@ -51,10 +51,13 @@ struct alignas(kLine) RankBlock {
   RankChannel channel[kChannels];
 };
 
-// Per channel: a generation barrier (the futex word) and its counter.
+// Per channel: a generation barrier (the futex word), its counter, and how
+// many ranks sleep (or are about to) on the word: the last rank to arrive
+// makes the wake-up system call only when some do.
 struct alignas(kLine) Barrier {
   std::atomic<uint32_t> count;
   alignas(kLine) std::atomic<uint32_t> generation;
+  std::atomic<uint32_t> sleepers;
 };
 
 // Point-to-point, per ordered pair of ranks and channel (shm_p2p.h).

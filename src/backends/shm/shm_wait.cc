@@ -83,7 +83,8 @@ void Waiter::check() const {
 }
 
 void Waiter::wait_change(const std::atomic<uint32_t>& word, uint32_t seen,
-                         Clock::time_point deadline) const {
+                         Clock::time_point deadline,
+                         std::atomic<uint32_t>& sleepers) const {
   if (!more_ranks_than_cores(segment_.size())) {
     const auto stop_spinning = Clock::now() + kSpinFor;
     for (int i = 0;; ++i) {
@@ -118,7 +119,9 @@ void Waiter::wait_change(const std::atomic<uint32_t>& word, uint32_t seen,
       next_peer_check = now + std::chrono::milliseconds(100);
     }
     const auto nap = std::min<Clock::duration>(deadline - now, kNap);
+    sleepers.fetch_add(1, std::memory_order_seq_cst);
     futex_wait(word, seen, std::chrono::duration_cast<std::chrono::nanoseconds>(nap));
+    sleepers.fetch_sub(1, std::memory_order_relaxed);
   }
 }
 

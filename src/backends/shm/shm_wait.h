@@ -22,9 +22,11 @@ class Waiter {
   void abort() { aborted_.store(true, std::memory_order_release); }
   bool aborted() const { return aborted_.load(std::memory_order_acquire); }
 
-  // Returns once word differs from seen.
+  // Returns once word differs from seen. `sleepers` counts this rank while
+  // it sleeps on the futex (see wake_sleepers).
   void wait_change(const std::atomic<uint32_t>& word, uint32_t seen,
-                   std::chrono::steady_clock::time_point deadline) const;
+                   std::chrono::steady_clock::time_point deadline,
+                   std::atomic<uint32_t>& sleepers) const;
 
   // Throws if the gang failed, this rank aborted or a peer died.
   void check() const;
@@ -34,6 +36,14 @@ class Waiter {
 
   // Wakes every rank sleeping on word.
   static void wake_all(std::atomic<uint32_t>& word);
+  // The same after a change of word, without a system call when nobody
+  // sleeps: a sleeper counts itself before it looks at the word a last
+  // time (in the kernel), the waker changes the word before it looks at
+  // the count; one of the two sees the other.
+  static void wake_sleepers(std::atomic<uint32_t>& word,
+                            const std::atomic<uint32_t>& sleepers) {
+    if (sleepers.load(std::memory_order_seq_cst) != 0) wake_all(word);
+  }
 
  private:
   void check_peers() const;
