@@ -154,7 +154,11 @@ class GangPair final : public tcp::Pair {
   }
 
   void handleEvents(int events) override {
-    // Never contended but by the destructor, after the pair left the loop.
+    // The first look at connected_ acquires the constructor's store (the
+    // loop learns of this pair through epoll, which ThreadSanitizer cannot
+    // see), events_mu_ included. The mutex is never contended but by the
+    // destructor, after the pair left the loop.
+    (void)connected_.load(std::memory_order_acquire);
     std::lock_guard<std::mutex> guard(events_mu_);
     if (connected_.load(std::memory_order_acquire)) {
       tcp::Pair::handleEvents(events);
@@ -231,6 +235,9 @@ class Listener final : public tcp::Pair {
     // The listening socket must never block the event loop.
     ::fcntl(fd_, F_SETFL, ::fcntl(fd_, F_GETFL) | O_NONBLOCK);
     address_ = self_.bytes();
+    // The loop's first look at ready_ acquires everything above (epoll
+    // hands it this object unseen by ThreadSanitizer).
+    ready_.store(true, std::memory_order_release);
   }
 
   // As GangPair's: events_mu_ shows ThreadSanitizer the loop is done.
@@ -255,6 +262,7 @@ class Listener final : public tcp::Pair {
   }
 
   void handleEvents(int) override {
+    if (!ready_.load(std::memory_order_acquire)) return;
     std::lock_guard<std::mutex> guard(events_mu_);
     std::unique_lock<std::mutex> lock(m_, std::try_to_lock);
     if (!lock || state_ != LISTENING) return;
@@ -336,6 +344,7 @@ class Listener final : public tcp::Pair {
   std::vector<char> address_;
   std::array<Candidate, kCandidates> candidates_;
   std::mutex events_mu_;  // held by the loop thread while it handles events
+  std::atomic<bool> ready_{false};
 };
 
 void Candidate::handleEvents(int) { listener->on_candidate(*this); }
@@ -464,6 +473,7 @@ class MeshPairs final : public tcp::Context {
 };
 
 void Listener::on_candidate(Candidate& c) {
+  if (!ready_.load(std::memory_order_acquire)) return;
   std::lock_guard<std::mutex> guard(events_mu_);
   std::unique_lock<std::mutex> lock(m_, std::try_to_lock);
   if (!lock || c.fd < 0 || state_ != LISTENING) return;
