@@ -48,7 +48,7 @@ core::BackendWorkPtr ShmBackend::post(const core::Operation& op) {
   std::lock_guard<std::mutex> lock(channel_mu_[channel]);
   try {
     run_collective(*segment_, *waiter_, rank_, channel, phase_[channel],
-                   turns_[channel]++, op);
+                   turns_[channel]++, posted_broadcasts_[channel], op);
   } catch (const Error& e) {
     // Peers waiting for this rank would otherwise wait for the deadline.
     // Not for a mismatch (every rank sees it) or a timeout (every rank
@@ -62,14 +62,7 @@ core::BackendWorkPtr ShmBackend::post(const core::Operation& op) {
 }
 
 void ShmBackend::fail_everyone() noexcept {
-  if (!segment_) return;
-  Header& h = segment_->header();
-  uint32_t none = 0;
-  if (h.failed.compare_exchange_strong(none, 1, std::memory_order_acq_rel)) {
-    h.failed_rank.store(rank_, std::memory_order_release);
-  }
-  for (int c = 0; c < kChannels; ++c) Waiter::wake_all(segment_->barrier(c).generation);
-  // Point-to-point waits nap at most a millisecond and look again.
+  if (waiter_) waiter_->fail_gang();
 }
 
 void ShmBackend::abort() noexcept {

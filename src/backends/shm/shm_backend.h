@@ -41,6 +41,7 @@ class ShmBackend final : public core::Backend {
   std::mutex channel_mu_[kChannels];  // one operation per channel at a time
   uint64_t phase_[kChannels] = {};    // meetings per channel (shm_collectives)
   uint64_t turns_[kChannels] = {};    // operations per channel (several may share a seq)
+  uint32_t posted_broadcasts_[kChannels] = {};  // broadcasts that did not meet
 };
 
 }  // namespace gang::backends::shm_impl

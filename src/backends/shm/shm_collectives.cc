@@ -66,7 +66,7 @@ class Run {
         phase_(phase), turn_(turn), op_(op), a_(op.args),
         es_(core::dtype_size(op.args.dtype)),
         chunk_(s.slot_bytes(channel) / 2 / es_ * es_) {
-    OpDesc& d = seg_.rank_block(me_).channel[ch_].desc[turn % 2];
+    OpDesc& d = seg_.rank_block(me_).channel[ch_].desc[turn % kDescs];
     d.turn = turn;
     d.seq = op.seq;
     d.kind = static_cast<uint32_t>(a_.kind);
@@ -92,7 +92,7 @@ class Run {
   // Copies n bytes of rank p's buffer (from its offset `at`) to `to`; after
   // the operation's first meeting.
   void read_from(int p, size_t at, void* to, size_t n) const {
-    const auto& theirs = seg_.rank_block(p).channel[ch_].desc[turn_ % 2];
+    const auto& theirs = seg_.rank_block(p).channel[ch_].desc[turn_ % kDescs];
     const int pid = seg_.rank_block(p).pid.load(std::memory_order_acquire);
     size_t done = 0;
     while (done < n) {
@@ -115,6 +115,7 @@ class Run {
   }
 
   int me() const { return me_; }
+  size_t box_bytes() const { return seg_.slot_bytes(ch_) / 2; }
   int n() const { return n_; }
   size_t es() const { return es_; }
   // Bytes of one chunk (a whole number of elements).
@@ -148,12 +149,17 @@ class Run {
     }
   }
 
+  // Broadcasts that do not meet (broadcast_posted). `count`: the channel's
+  // count of them, the same on every rank.
+  void broadcast_posted(uint32_t& count);
+
  private:
-  void check_peers_agree() const {
-    const OpDesc& mine = seg_.rank_block(me_).channel[ch_].desc[turn_ % 2];
+  // Every peer (or only `only`) is in this operation.
+  void check_peers_agree(int only = -1) const {
+    const OpDesc& mine = seg_.rank_block(me_).channel[ch_].desc[turn_ % kDescs];
     for (int r = 0; r < n_; ++r) {
-      if (r == me_) continue;
-      const OpDesc& theirs = seg_.rank_block(r).channel[ch_].desc[turn_ % 2];
+      if (r == me_ || (only >= 0 && r != only)) continue;
+      const OpDesc& theirs = seg_.rank_block(r).channel[ch_].desc[turn_ % kDescs];
       if (theirs.turn != mine.turn || theirs.seq != mine.seq || theirs.kind != mine.kind ||
           theirs.dtype != mine.dtype || theirs.op != mine.op ||
           theirs.root != mine.root || theirs.count != mine.count ||
@@ -189,6 +195,67 @@ class Run {
   bool checked_ = false;
 };
 
+namespace {
+
+// True once the counter `value` reached `target` (counters wrap).
+bool reached(uint32_t value, uint32_t target) {
+  return static_cast<int32_t>(value - target) >= 0;
+}
+
+void await_reached(const Waiter& w, Signal& sig, uint32_t target,
+                   core::Clock::time_point deadline) {
+  for (;;) {
+    const uint32_t seen = sig.value.load(std::memory_order_acquire);
+    if (reached(seen, target)) return;
+    w.wait_change(sig.value, seen, deadline, sig.sleepers);
+  }
+}
+
+void signal(Signal& sig, uint32_t value) {
+  sig.value.store(value, std::memory_order_seq_cst);
+  Waiter::wake_sleepers(sig.value, sig.sleepers);
+}
+
+}  // namespace
+
+// Small broadcasts do not meet: the root copies into one of its two boxes,
+// posts, and goes on; every other rank waits for the post, checks that the
+// root is in the same operation, copies out and says it is done. Before
+// the root fills a box again it waits until every rank is done with the
+// broadcast before the last (the one that used that box). So a root runs at
+// most one broadcast ahead, and one operation: it never overwrites the
+// description a peer still checks. A peer in another operation fails with
+// GANG_ERR_MISMATCH and fails the gang, so the root learns of it at its
+// next operation.
+void Run::broadcast_posted(uint32_t& count) {
+  const uint32_t b = count++;
+  const size_t bytes = a_.count * es_;
+  const int root = a_.root;
+  RankChannel& mine = seg_.rank_block(me_).channel[ch_];
+  uint8_t* box = seg_.box(ch_, root, static_cast<int>(b % 2));
+  if (me_ == root) {
+    for (int p = 0; p < n_; ++p) {
+      if (p != me_) {
+        await_reached(waiter_, seg_.rank_block(p).channel[ch_].consumed, b - 1,
+                      op_.deadline);
+      }
+    }
+    copy(box, a_.recv, bytes);
+    signal(mine.posted, b + 1);
+  } else {
+    await_reached(waiter_, seg_.rank_block(root).channel[ch_].posted, b + 1,
+                  op_.deadline);
+    try {
+      check_peers_agree(root);
+    } catch (const Error&) {
+      waiter_.fail_gang();
+      throw;
+    }
+    copy(a_.recv, box, bytes);
+  }
+  signal(mine.consumed, b + 1);
+}
+
 // out = rank-order reduction of the n slots' first `bytes` bytes.
 void reduce_slots(Run& r, void* out, size_t bytes) {
   const auto& a = r.args();
@@ -217,9 +284,13 @@ void all_reduce(Run& r, bool only_root) {
   }
 }
 
-void broadcast(Run& r) {
+void broadcast(Run& r, uint32_t& posted_broadcasts) {
   const auto& a = r.args();
   const size_t bytes = a.count * r.es();
+  if (r.n() > 1 && bytes < kSingleCopyBytes && bytes <= r.box_bytes()) {
+    r.broadcast_posted(posted_broadcasts);
+    return;
+  }
   if (r.single_copy(bytes) && bytes < kSingleCopyBroadcastBelow) {
     r.sync();  // every rank's address is out
     if (r.me() != a.root) r.read_from(a.root, 0, a.recv, bytes);
@@ -375,7 +446,7 @@ void all_to_all(Run& r, const std::vector<size_t>& send_counts,
 
 void run_collective(Segment& segment, const Waiter& waiter, int rank,
                     int channel, uint64_t& phase, uint64_t turn,
-                    const core::Operation& op) {
+                    uint32_t& posted_broadcasts, const core::Operation& op) {
   Run r(segment, waiter, rank, channel, phase, turn, op);
   const auto& a = op.args;
   const size_t n = static_cast<size_t>(segment.size());
@@ -387,7 +458,7 @@ void run_collective(Segment& segment, const Waiter& waiter, int rank,
       all_reduce(r, true);
       break;
     case OpKind::kBroadcast:
-      broadcast(r);
+      broadcast(r, posted_broadcasts);
       break;
     case OpKind::kAllGather:
       gather_like(r, std::vector<size_t>(n, a.count), false);

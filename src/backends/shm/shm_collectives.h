@@ -16,9 +16,10 @@ namespace gang::backends::shm_impl {
 
 // Runs one collective of `op` (not send/recv) on channel `channel`. phase:
 // the channel's count of meetings, kept by the caller across operations;
-// turn: how many operations ran on the channel before this one.
+// turn: how many operations ran on the channel before this one;
+// posted_broadcasts: the channel's count of broadcasts that did not meet.
 void run_collective(Segment& segment, const Waiter& waiter, int rank,
                     int channel, uint64_t& phase, uint64_t turn,
-                    const core::Operation& op);
+                    uint32_t& posted_broadcasts, const core::Operation& op);
 
 }  // namespace gang::backends::shm_impl

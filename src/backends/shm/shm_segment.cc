@@ -66,6 +66,9 @@ void Segment::lay_out(int size, const uint32_t (&slot_bytes)[kChannels]) {
     at = round_up(at, kPage);
     slots_at_[c] = at;
     at += static_cast<size_t>(slot_bytes[c]) * static_cast<size_t>(size);
+    at = round_up(at, kPage);
+    boxes_at_[c] = at;
+    at += static_cast<size_t>(slot_bytes[c]) * static_cast<size_t>(size);
   }
   at = round_up(at, kPage);
   mail_at_ = at;

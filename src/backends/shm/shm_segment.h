@@ -39,11 +39,25 @@ struct OpDesc {
   uint64_t addr;   // single copy: where this rank's peers read its buffer
 };
 
-// Per rank, per channel: written by that rank only. Two descriptions, by
-// the parity of the operation's turn: a rank can be one operation ahead
-// of a peer that is still reading the previous one.
+// Per rank, per channel: written by that rank only. Descriptions by the
+// operation's turn modulo kDescs: a rank can be two operations ahead of a
+// peer that still reads its description (a root of broadcasts that do not
+// meet, shm_collectives.cc), never more.
+constexpr uint64_t kDescs = 4;
+
+// A word some ranks may sleep on, and how many do (see Barrier).
+struct alignas(kLine) Signal {
+  std::atomic<uint32_t> value;
+  std::atomic<uint32_t> sleepers;
+};
+
 struct alignas(kLine) RankChannel {
-  OpDesc desc[2];
+  OpDesc desc[kDescs];
+  // Broadcasts that do not meet (shm_collectives.cc): how many this rank
+  // has posted as the root (the number of its last one, plus one), and how
+  // many it has finished, whoever the root.
+  Signal posted;
+  Signal consumed;
 };
 
 struct alignas(kLine) RankBlock {
@@ -122,6 +136,13 @@ class Segment {
            static_cast<size_t>(r) * header().slot_bytes[channel];
   }
   size_t slot_bytes(int channel) const { return header().slot_bytes[channel]; }
+  // Rank r's two boxes for broadcasts that do not meet, each
+  // slot_bytes(channel) / 2 bytes: box(channel, r, i).
+  uint8_t* box(int channel, int r, int i) const {
+    return base_ + boxes_at_[channel] +
+           static_cast<size_t>(r) * header().slot_bytes[channel] +
+           static_cast<size_t>(i) * (header().slot_bytes[channel] / 2);
+  }
   // The mailbox of messages from rank src to rank dst on a p2p channel.
   Mailbox& mailbox(int channel, int src, int dst) const {
     const size_t i = (static_cast<size_t>(channel) * static_cast<size_t>(size_) +
@@ -142,7 +163,8 @@ class Segment {
   size_t bytes_ = 0;
   int size_ = 0;
   bool single_copy_ = false;
-  size_t ranks_at_ = 0, barriers_at_ = 0, slots_at_[kChannels] = {}, mail_at_ = 0;
+  size_t ranks_at_ = 0, barriers_at_ = 0, slots_at_[kChannels] = {},
+         boxes_at_[kChannels] = {}, mail_at_ = 0;
 };
 
 }  // namespace gang::backends::shm_impl

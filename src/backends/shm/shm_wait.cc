@@ -57,6 +57,15 @@ void Waiter::wake_all(std::atomic<uint32_t>& word) {
             nullptr, nullptr, 0);
 }
 
+void Waiter::fail_gang() const noexcept {
+  Header& h = segment_.header();
+  uint32_t none = 0;
+  if (h.failed.compare_exchange_strong(none, 1, std::memory_order_acq_rel)) {
+    h.failed_rank.store(rank_, std::memory_order_release);
+  }
+  for (int c = 0; c < kChannels; ++c) wake_all(segment_.barrier(c).generation);
+}
+
 void Waiter::check_alive(int r) const {
   const int32_t pid = segment_.rank_block(r).pid.load(std::memory_order_acquire);
   if (pid > 0 && ::kill(pid, 0) != 0 && errno == ESRCH) {

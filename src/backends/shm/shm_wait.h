@@ -31,6 +31,10 @@ class Waiter {
   // Throws if the gang failed, this rank aborted or a peer died.
   void check() const;
 
+  // Marks the gang failed by this rank in the segment and wakes every
+  // barrier's sleepers; other waits nap briefly and look again.
+  void fail_gang() const noexcept;
+
   // Throws kPeerLost if rank r's process is gone.
   void check_alive(int r) const;
 
