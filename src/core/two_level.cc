@@ -18,6 +18,7 @@ struct Layout {
   std::vector<std::vector<int>> members;  // per host
   int host = 0;                           // this rank's
   int local_rank = 0;                     // its place on its host
+  int size = 0;                           // ranks in all
   int hosts() const { return static_cast<int>(members.size()); }
   int local_size() const { return static_cast<int>(members[static_cast<size_t>(host)].size()); }
   bool leader() const { return local_rank == 0; }
@@ -48,6 +49,7 @@ Layout layout_of(const std::vector<int>& host_of, int rank) {
     }
     l.members[h].push_back(static_cast<int>(r));
   }
+  l.size = static_cast<int>(host_of.size());
   return l;
 }
 
@@ -163,7 +165,7 @@ class TwoLevel final : public Backend {
     if (layout_.leader()) {
       step(*leaders_, op,
            args_of(OpKind::kAllReduce, a.recv, a.recv, a.count, a.dtype, partial), 1);
-      if (a.op == ReduceOp::kAvg) finish_avg(a.recv, a.count, a.dtype, ranks());
+      if (a.op == ReduceOp::kAvg) finish_avg(a.recv, a.count, a.dtype, layout_.size);
     }
     step(*local_, op, args_of(OpKind::kBroadcast, a.recv, a.recv, a.count, a.dtype), 2);
   }
@@ -194,12 +196,16 @@ class TwoLevel final : public Backend {
     const CollectiveArgs& a = op.args;
     const size_t block = a.count * dtype_size(a.dtype);
     auto* out = static_cast<uint8_t*>(a.recv);
-    std::vector<uint8_t> mine(layout_.leader() ? block * layout_.local_size() : 0);
+    // The leader's scratch, kept per channel (channels may run at once).
+    Scratch& scratch = scratch_[static_cast<size_t>(op.channel)];
+    std::vector<uint8_t>& mine = scratch.host_blocks;
+    mine.resize(layout_.leader() ? block * layout_.local_size() : 0);
     step(*local_, op, args_of(OpKind::kGather, a.send,
                               layout_.leader() ? mine.data() : a.recv, a.count, a.dtype),
          0);
     if (layout_.leader()) {
-      std::vector<uint8_t> all(block * static_cast<size_t>(ranks()));
+      std::vector<uint8_t>& all = scratch.all_blocks;
+      all.resize(block * static_cast<size_t>(layout_.size));
       CollectiveArgs g = args_of(OpKind::kAllGatherV, mine.data(), all.data(),
                                  a.count * static_cast<size_t>(layout_.local_size()),
                                  a.dtype);
@@ -214,19 +220,17 @@ class TwoLevel final : public Backend {
       }
     }
     step(*local_, op, args_of(OpKind::kBroadcast, a.recv, a.recv,
-                              a.count * static_cast<size_t>(ranks()), a.dtype),
+                              a.count * static_cast<size_t>(layout_.size), a.dtype),
          2);
-  }
-
-  int ranks() const {
-    int n = 0;
-    for (const auto& m : layout_.members) n += static_cast<int>(m.size());
-    return n;
   }
 
   const std::string name_;
   const Layout layout_;
   std::unique_ptr<Backend> flat_, local_, leaders_;
+  struct Scratch {
+    std::vector<uint8_t> host_blocks, all_blocks;
+  };
+  Scratch scratch_[3];  // per Channel
 };
 
 std::unique_ptr<Backend> create(const BackendInfo& local_info, const BackendInfo& wide_info,

@@ -356,7 +356,8 @@ class MeshPairs final : public tcp::Context {
             std::string secret, Millis timeout)
       : tcp::Context(std::move(device), rank, size),
         secret_(std::move(secret)),
-        connecting_(static_cast<size_t>(size), false) {
+        connecting_(static_cast<size_t>(size), false),
+        connected_(new std::atomic<bool>[static_cast<size_t>(size)]()) {
     setTimeout(timeout);
     listener_ = std::make_unique<Listener>(this, this, device_.get(), timeout, secret_);
   }
@@ -370,6 +371,8 @@ class MeshPairs final : public tcp::Context {
 
   std::unique_ptr<::gloo::transport::Pair>& getPair(int peer) override {
     auto& slot = pairs_.at(static_cast<size_t>(peer));
+    // Every transfer asks: once connected, no lock.
+    if (connected_[static_cast<size_t>(peer)].load(std::memory_order_acquire)) return slot;
     std::unique_lock<std::mutex> lock(mu_);
     if (slot) return slot;
     if (peer == rank) GLOO_THROW_INVALID_OPERATION_EXCEPTION("no pair with itself");
@@ -401,6 +404,7 @@ class MeshPairs final : public tcp::Context {
         throw ::gloo::IoException("the gang's connections were closed");
       }
       slot = std::move(pair);
+      connected_[static_cast<size_t>(peer)].store(true, std::memory_order_release);
       cv_.notify_all();
       return slot;
     }
@@ -418,6 +422,7 @@ class MeshPairs final : public tcp::Context {
     auto pair = std::make_unique<GangPair>(this, device_.get(), peer, getTimeout());
     pair->adopt(fd);
     slot = std::move(pair);
+    connected_[static_cast<size_t>(peer)].store(true, std::memory_order_release);
     cv_.notify_all();
     return true;
   }
@@ -468,6 +473,7 @@ class MeshPairs final : public tcp::Context {
   std::mutex mu_;  // pairs_ (the slots), connecting_, closed_
   std::condition_variable cv_;
   std::vector<bool> connecting_;
+  std::unique_ptr<std::atomic<bool>[]> connected_;  // per peer: its slot is set
   bool closed_ = false;
   Clock::time_point last_sweep_;
 };

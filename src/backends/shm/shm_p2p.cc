@@ -1,8 +1,6 @@
 #include "backends/shm/shm_p2p.h"
 
-#include <linux/futex.h>
 #include <sched.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -25,8 +23,7 @@ int p2p_channel(core::Channel c) { return c == core::Channel::kControl ? 1 : 0; 
 
 void ring(Mailbox& m) {
   m.bell.fetch_add(1, std::memory_order_acq_rel);
-  ::syscall(SYS_futex, reinterpret_cast<uint32_t*>(&m.bell), FUTEX_WAKE, INT32_MAX,
-            nullptr, nullptr, 0);
+  Waiter::wake_all(m.bell);
 }
 
 }  // namespace
@@ -92,9 +89,8 @@ class P2PEngine {
       if (m.bell.load(std::memory_order_acquire) != seen) return;
       sched_yield();
     }
-    timespec ts{0, 1000000};  // 1 ms: other mailboxes may need this rank
-    ::syscall(SYS_futex, reinterpret_cast<uint32_t*>(&m.bell), FUTEX_WAIT, seen,
-              &ts, nullptr, 0);
+    // 1 ms at most: other mailboxes may need this rank.
+    Waiter::sleep_on(m.bell, seen, std::chrono::milliseconds(1));
   }
 
   const Waiter& waiter() const { return *waiter_; }

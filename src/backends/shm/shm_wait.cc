@@ -39,8 +39,10 @@ inline void relax() {
 #endif
 }
 
-void futex_wait(const std::atomic<uint32_t>& word, uint32_t seen,
-                std::chrono::nanoseconds for_at_most) {
+}  // namespace
+
+void Waiter::sleep_on(const std::atomic<uint32_t>& word, uint32_t seen,
+                      std::chrono::nanoseconds for_at_most) {
   timespec ts;
   ts.tv_sec = static_cast<time_t>(for_at_most.count() / 1000000000);
   ts.tv_nsec = static_cast<long>(for_at_most.count() % 1000000000);
@@ -49,8 +51,6 @@ void futex_wait(const std::atomic<uint32_t>& word, uint32_t seen,
   ::syscall(SYS_futex, reinterpret_cast<const uint32_t*>(&word), FUTEX_WAIT,
             seen, &ts, nullptr, 0);
 }
-
-}  // namespace
 
 void Waiter::wake_all(std::atomic<uint32_t>& word) {
   ::syscall(SYS_futex, reinterpret_cast<uint32_t*>(&word), FUTEX_WAKE, INT32_MAX,
@@ -129,7 +129,7 @@ void Waiter::wait_change(const std::atomic<uint32_t>& word, uint32_t seen,
     }
     const auto nap = std::min<Clock::duration>(deadline - now, kNap);
     sleepers.fetch_add(1, std::memory_order_seq_cst);
-    futex_wait(word, seen, std::chrono::duration_cast<std::chrono::nanoseconds>(nap));
+    sleep_on(word, seen, std::chrono::duration_cast<std::chrono::nanoseconds>(nap));
     sleepers.fetch_sub(1, std::memory_order_relaxed);
   }
 }

@@ -40,6 +40,10 @@ class Waiter {
 
   // Wakes every rank sleeping on word.
   static void wake_all(std::atomic<uint32_t>& word);
+  // Sleeps while word holds seen, for at most `for_at_most` (a shared
+  // futex: the word lives in a mapping of several processes).
+  static void sleep_on(const std::atomic<uint32_t>& word, uint32_t seen,
+                       std::chrono::nanoseconds for_at_most);
   // The same after a change of word, without a system call when nobody
   // sleeps: a sleeper counts itself before it looks at the word a last
   // time (in the kernel), the waker changes the word before it looks at
