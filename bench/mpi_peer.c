@@ -4,7 +4,8 @@
  * after -w warm-up calls; the largest median over ranks is printed, one
  * "size_bytes time_us" line per size on rank 0.
  *   mpirun -np N mpi_peer all_reduce|broadcast|all_gather MIN MAX FACTOR ITERS WARMUP
- * Sizes are those of gang-bench: the whole gathered buffer for all_gather. */
+ * Sizes are those of gang-bench: the whole gathered buffer for all_gather.
+ * Both buffers are filled with values first, as gang-bench fills its own. */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,6 +40,13 @@ int main(int argc, char** argv) {
   send = calloc(max_b / sizeof(float) + 1, sizeof(float));
   recv = calloc(max_b / sizeof(float) + 1, sizeof(float));
   t = calloc((size_t)iters, sizeof *t);
+  /* Written, as gang-bench writes its buffers: a calloc'ed buffer never
+   * written reads from the kernel's one zero page, always in cache, which
+   * made every read of the send buffer look nearly free. */
+  for (i = 0; i <= (int)(max_b / sizeof(float)); ++i) {
+    send[i] = (float)(rank + 1);
+    recv[i] = -1.0f;
+  }
   for (bytes = min_b; bytes <= max_b; bytes = (size_t)(bytes * factor)) {
     const int count = (int)(bytes / sizeof(float));
     const int chunk = count / size;
