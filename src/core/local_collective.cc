@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "base/copy.h"
 #include "base/error.h"
 #include "core/reduce.h"
 
@@ -19,7 +20,7 @@ const unsigned char* at(const void* p, size_t elems, size_t esize) {
 
 // Copies n elements unless source and destination are the same place.
 void copy(void* dst, const void* src, size_t n, size_t esize) {
-  if (n != 0 && dst != src) std::memmove(dst, src, n * esize);
+  base::move_bytes(dst, src, n * esize);
 }
 
 }  // namespace

@@ -6,6 +6,8 @@
 #include <type_traits>
 #include <vector>
 
+#include "base/copy.h"
+
 namespace gang::core {
 
 namespace {
@@ -160,13 +162,13 @@ void reduce_copies(void* out, const void* in, size_t n, DType dtype,
   const size_t bytes = n * dtype_size(dtype);
   if (bytes == 0) return;
   if (op == ReduceOp::kAvg || copies <= 1) {
-    if (out != in) std::memmove(out, in, bytes);
+    base::move_bytes(out, in, bytes);
     return;
   }
   // Keep the input: out may alias it.
   std::vector<unsigned char> x(static_cast<const unsigned char*>(in),
                                static_cast<const unsigned char*>(in) + bytes);
-  std::memcpy(out, x.data(), bytes);
+  base::copy_bytes(out, x.data(), bytes);
   for (int i = 1; i < copies; ++i) reduce(out, out, x.data(), n, dtype, op);
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "base/copy.h"
 #include "base/secret.h"
 #include "core/reduce.h"
 #include "core/types.h"
@@ -214,7 +215,7 @@ class TwoLevel final : public Backend {
       size_t at = 0;
       for (const auto& m : layout_.members) {
         for (int r : m) {
-          if (block != 0) std::memcpy(out + static_cast<size_t>(r) * block, all.data() + at, block);
+          if (block != 0) base::copy_bytes(out + static_cast<size_t>(r) * block, all.data() + at, block);
           at += block;
         }
       }

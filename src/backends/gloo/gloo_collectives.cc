@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "backends/gloo/gloo_frames.h"
+#include "base/copy.h"
 #include "base/error.h"
 #include "core/collective.h"
 #include "core/reduce.h"
@@ -39,15 +40,8 @@ constexpr size_t kDirectBytes = 256 * 1024;
 // or a dissemination keeps each rank's connections few.
 constexpr int kDirectRanks = 8;
 
-// memcpy and memmove for buffers that a collective of count 0 may leave
-// NULL: nothing to copy touches nothing (the C library's calls want valid
-// pointers even for 0 bytes).
-void copy_bytes(void* to, const void* from, size_t n) {
-  if (n != 0) std::memcpy(to, from, n);
-}
-void move_bytes(void* to, const void* from, size_t n) {
-  if (n != 0) std::memmove(to, from, n);
-}
+using base::copy_bytes;
+using base::move_bytes;
 
 uint64_t slot(uint8_t prefix, uint32_t tag, uint32_t step) {
   return (uint64_t{prefix} << 56) | (uint64_t{tag} << 24) | (step & 0xffffff);

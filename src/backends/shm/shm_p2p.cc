@@ -9,6 +9,7 @@
 #include <mutex>
 #include <vector>
 
+#include "base/copy.h"
 #include "base/error.h"
 #include "core/collective.h"
 #include "core/types.h"
@@ -157,7 +158,7 @@ class P2PEngine {
     while (room > 0 && at < p.bytes) {
       const uint64_t pos = at % kMailBytes;
       const uint64_t n = std::min({room, p.bytes - at, kMailBytes - pos});
-      std::memcpy(m.data + pos, p.buf + at, n);
+      base::copy_bytes(m.data + pos, p.buf + at, n);
       at += n;
       room -= n;
     }
@@ -210,7 +211,7 @@ class P2PEngine {
     while (at < filled) {
       const uint64_t pos = at % kMailBytes;
       const uint64_t n = std::min(filled - at, kMailBytes - pos);
-      std::memcpy(p.buf + at, m.data + pos, n);
+      base::copy_bytes(p.buf + at, m.data + pos, n);
       at += n;
     }
     if (at != p.done_bytes) {

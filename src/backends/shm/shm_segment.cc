@@ -41,6 +41,16 @@ bool single_copy_wanted() {
   return v == nullptr || std::strcmp(v, "0") != 0;
 }
 
+bool single_copy_everywhere() {
+  const char* v = std::getenv("GANG_SHM_SINGLE_COPY");
+  return v != nullptr && std::strcmp(v, "always") == 0;
+}
+
+bool too_few_cores(int size) {
+  const long cores = ::sysconf(_SC_NPROCESSORS_ONLN);
+  return cores > 0 && size > cores;
+}
+
 // Whether this process may read rank 0's memory: its magic, read where rank
 // 0 maps the header.
 bool can_read(int pid, uint64_t address) {
@@ -125,6 +135,8 @@ std::unique_ptr<Segment> Segment::open(store::Store& store, int rank, int size,
     h.size = size;
     h.rank0_header = reinterpret_cast<uintptr_t>(s->base_);
     if (!single_copy_wanted()) h.no_single_copy.store(1, std::memory_order_relaxed);
+    h.single_copy_always = single_copy_everywhere() ? 1 : 0;
+    h.more_ranks_than_cores = too_few_cores(size) ? 1 : 0;
     for (int c = 0; c < kChannels; ++c) h.slot_bytes[c] = slot_bytes[c];
     // The others read the header only after they read this key.
     store.set("segment", bytes(str_cat(::getpid(), " ", fd.get(), " ", s->bytes_)));

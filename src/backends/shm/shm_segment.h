@@ -110,6 +110,11 @@ struct alignas(kLine) Header {
   // them could not (or GANG_SHM_SINGLE_COPY=0 there).
   alignas(kLine) uint64_t rank0_header;
   std::atomic<uint32_t> no_single_copy;
+  // Rank 0's choices, so that every rank makes the same: single copies for
+  // gathers of every size from 32 KiB (GANG_SHM_SINGLE_COPY=always there),
+  // and whether the gang has more ranks than the host has cores.
+  uint32_t single_copy_always;
+  uint32_t more_ranks_than_cores;
 };
 
 class Segment {
@@ -154,6 +159,8 @@ class Segment {
   // Every rank may read every other one's memory (process_vm_readv): the
   // kernel allows it and no rank turned it off. The same on every rank.
   bool single_copy() const { return single_copy_; }
+  bool single_copy_always() const { return header().single_copy_always != 0; }
+  bool more_ranks_than_cores() const { return header().more_ranks_than_cores != 0; }
 
  private:
   Segment() = default;

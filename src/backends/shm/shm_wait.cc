@@ -26,11 +26,6 @@ constexpr auto kSpinFor = std::chrono::microseconds(4);
 constexpr auto kYieldFor = std::chrono::microseconds(500);
 constexpr auto kNap = std::chrono::milliseconds(20);
 
-bool more_ranks_than_cores(int size) {
-  static const long cores = ::sysconf(_SC_NPROCESSORS_ONLN);
-  return cores > 0 && size > cores;
-}
-
 inline void relax() {
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_ia32_pause();
@@ -94,7 +89,7 @@ void Waiter::check() const {
 void Waiter::wait_change(const std::atomic<uint32_t>& word, uint32_t seen,
                          Clock::time_point deadline,
                          std::atomic<uint32_t>& sleepers) const {
-  if (!more_ranks_than_cores(segment_.size())) {
+  if (!segment_.more_ranks_than_cores()) {
     const auto stop_spinning = Clock::now() + kSpinFor;
     for (int i = 0;; ++i) {
       if (word.load(std::memory_order_acquire) != seen) return;
