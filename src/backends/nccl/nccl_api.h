@@ -1,0 +1,58 @@
+// The CUDA runtime and NCCL functions the NCCL backend calls, resolved
+// from libcudart.so.13 and libnccl.so.2 with dlopen the first time a gang
+// asks, so the module loads (and says what is missing) on machines without
+// them. Types come from the real headers.
+#pragma once
+
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+
+#include <string>
+
+namespace gang::backends::nccl_impl {
+
+struct Api {
+  // CUDA runtime
+  decltype(&::cudaGetDeviceCount) GetDeviceCount;
+  decltype(&::cudaSetDevice) SetDevice;
+  decltype(&::cudaGetErrorString) CudaErrorString;
+  decltype(&::cudaStreamCreateWithFlags) StreamCreateWithFlags;
+  decltype(&::cudaStreamDestroy) StreamDestroy;
+  decltype(&::cudaStreamWaitEvent) StreamWaitEvent;
+  cudaError_t (*EventCreateWithFlags)(cudaEvent_t*, unsigned int);  // overloaded in C++
+  decltype(&::cudaEventDestroy) EventDestroy;
+  decltype(&::cudaEventRecord) EventRecord;
+  decltype(&::cudaEventQuery) EventQuery;
+  cudaError_t (*Malloc)(void**, size_t);  // overloaded in C++
+  decltype(&::cudaFree) Free;
+  // NCCL
+  decltype(&::ncclGetVersion) GetVersion;
+  decltype(&::ncclGetErrorString) NcclErrorString;
+  decltype(&::ncclGetLastError) GetLastError;  // may be null (old NCCL)
+  decltype(&::ncclGetUniqueId) GetUniqueId;
+  decltype(&::ncclCommInitRankConfig) CommInitRankConfig;
+  decltype(&::ncclCommGetAsyncError) CommGetAsyncError;
+  decltype(&::ncclCommAbort) CommAbort;
+  decltype(&::ncclCommDestroy) CommDestroy;
+  decltype(&::ncclCommFinalize) CommFinalize;
+  decltype(&::ncclGroupStart) GroupStart;
+  decltype(&::ncclGroupEnd) GroupEnd;
+  decltype(&::ncclAllReduce) AllReduce;
+  decltype(&::ncclReduce) Reduce;
+  decltype(&::ncclBroadcast) Broadcast;
+  decltype(&::ncclAllGather) AllGather;
+  decltype(&::ncclReduceScatter) ReduceScatter;
+  decltype(&::ncclSend) Send;
+  decltype(&::ncclRecv) Recv;
+  int nccl_version = 0;
+};
+
+// The functions, loaded once per process; null with the reason in *why
+// (which library or symbol is missing) if they cannot be.
+const Api* load_api(std::string* why);
+
+// "<what>: <CUDA's message>" and "<what>: <NCCL's message>".
+std::string cuda_text(const Api& api, const char* what, cudaError_t e);
+std::string nccl_text(const Api& api, const char* what, ncclResult_t r);
+
+}  // namespace gang::backends::nccl_impl

@@ -1,0 +1,552 @@
+/*
+ * test_nccl.c - the NCCL backend (libgang-nccl.so) through gang's C API, on
+ * "device" buffers: run against the host double of the CUDA runtime and
+ * NCCL (tests/nccl_double, put first by LD_LIBRARY_PATH; GANG_TEST_NCCL_DOUBLE
+ * is then set) or, under `ctest -L gpu`, against the real libraries, where
+ * every test skips, saying why, when no GPU is visible.
+ *
+ * matrix_N: N ranks (1-4), "auto" on a CUDA gang picks nccl; every
+ *   collective x dtype x op, in place where the header allows it.
+ * stream: an all-reduce on stream A waits for a copy on stream B that a
+ *   slow host function holds back (an event B -> A).
+ * group: a send/recv exchange both sides start by sending, and an
+ *   all-reduce, in one group. split: 4 ranks split in two NCCL gangs.
+ * remote_error / hang (double only): the double fails one rank's operation
+ *   with ncclRemoteError, or holds it; every rank fails promptly
+ *   (GANG_ERR_PEER_LOST / GANG_ERR_TIMEOUT), not at the gang's timeout.
+ * abort: gang_abort from another thread ends a blocked all-reduce.
+ * unavailable: no device, and a missing libnccl, are GANG_ERR_UNAVAILABLE
+ *   within a second naming the cause, and a CPU gang still works after.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include <gang/gang.h>
+
+#include "harness.h"
+
+#define WALL_S 120
+#define MEMCPY_DEFAULT 4 /* cudaMemcpyDefault */
+
+/* The CUDA runtime functions the test uses, by dlsym: the test links no
+ * CUDA, so the same binary runs on the double and on a GPU. */
+static struct {
+  int (*GetDeviceCount)(int*);
+  int (*Malloc)(void**, size_t);
+  int (*Free)(void*);
+  int (*Memcpy)(void*, const void*, size_t, int);
+  int (*MemcpyAsync)(void*, const void*, size_t, int, void*);
+  int (*StreamCreate)(void**);
+  int (*StreamDestroy)(void*);
+  int (*StreamSynchronize)(void*);
+  int (*EventCreate)(void**);
+  int (*EventRecord)(void*, void*);
+  int (*StreamWaitEvent)(void*, void*, unsigned);
+  int (*LaunchHostFunc)(void*, void (*)(void*), void*);
+  int (*DeviceSynchronize)(void);
+} cu;
+
+static const char* no_gpu_reason(void) {
+  static char why[512];
+  void* lib = dlopen("libcudart.so.13", RTLD_NOW | RTLD_LOCAL);
+  int n = 0;
+  if (lib == NULL) {
+    snprintf(why, sizeof why, "the CUDA runtime cannot be loaded: %s", dlerror());
+    return why;
+  }
+#define LOAD(f) *(void**)&cu.f = dlsym(lib, "cuda" #f)
+  LOAD(GetDeviceCount);
+  LOAD(Malloc);
+  LOAD(Free);
+  LOAD(Memcpy);
+  LOAD(MemcpyAsync);
+  LOAD(StreamCreate);
+  LOAD(StreamDestroy);
+  LOAD(StreamSynchronize);
+  LOAD(EventCreate);
+  LOAD(EventRecord);
+  LOAD(StreamWaitEvent);
+  LOAD(LaunchHostFunc);
+  LOAD(DeviceSynchronize);
+#undef LOAD
+  if (cu.GetDeviceCount == NULL) {
+    snprintf(why, sizeof why, "the CUDA runtime has no cudaGetDeviceCount");
+    return why;
+  }
+  /* Asked in a child: a parent that initialised CUDA could not fork ranks
+   * that use it. */
+  {
+    const pid_t pid = fork();
+    int status = 0;
+    if (pid == 0) _exit(cu.GetDeviceCount(&n) == 0 && n > 0 ? 0 : 1);
+    if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
+        WEXITSTATUS(status) != 0) {
+      snprintf(why, sizeof why, "no CUDA device is visible");
+      return why;
+    }
+  }
+  return NULL;
+}
+
+static int on_double(void) { return getenv("GANG_TEST_NCCL_DOUBLE") != NULL; }
+
+static gang_t* cuda_gang(int rank, int size, const char* url, int64_t timeout_ms) {
+  gang_options_t o;
+  gang_t* g = NULL;
+  gang_options_init(&o);
+  o.rank = rank;
+  o.size = size;
+  o.init_method = url;
+  o.device_type = GANG_DEVICE_CUDA;
+  o.timeout_ms = timeout_ms;
+  if (gang_create(&o, &g) != GANG_OK) {
+    fprintf(stderr, "[rank %d] gang_create: %s\n", rank, gang_last_error());
+    return NULL;
+  }
+  return g;
+}
+
+static void* dalloc(size_t n) {
+  void* p = NULL;
+  return cu.Malloc(&p, n ? n : 1) == 0 ? p : NULL;
+}
+static void to_dev(void* d, const void* h, size_t n) {
+  if (n) cu.Memcpy(d, h, n, MEMCPY_DEFAULT);
+}
+static void to_host(void* h, const void* d, size_t n) {
+  cu.DeviceSynchronize();
+  if (n) cu.Memcpy(h, d, n, MEMCPY_DEFAULT);
+}
+
+/* Element i of rank r: 1 or 2, so sums, products and averages of up to 4
+ * ranks are exact in every dtype but AVG's fractions. */
+static double val(int r, size_t i) { return 1.0 + (double)((r + (int)i) % 2); }
+
+static double reduced(gang_dtype_t dt, gang_op_t op, int size, size_t i) {
+  double acc = val(0, i);
+  int r;
+  for (r = 1; r < size; ++r) {
+    const double x = val(r, i);
+    if (op == GANG_SUM || op == GANG_AVG) acc += x;
+    if (op == GANG_PROD) acc *= x;
+    if (op == GANG_MIN) acc = x < acc ? x : acc;
+    if (op == GANG_MAX) acc = x > acc ? x : acc;
+  }
+  if (op == GANG_AVG) {
+    acc /= size;
+    if (!ref_dtype_is_float(dt)) acc = (double)(int64_t)acc;
+  }
+  return acc;
+}
+
+static int close_to(gang_dtype_t dt, double got, double want) {
+  const double d = got > want ? got - want : want - got;
+  return ref_dtype_is_float(dt) ? d <= 1e-2 * (want < 0 ? -want : want) + 1e-3 : d == 0;
+}
+
+static void fill(gang_dtype_t dt, void* h, size_t n, int r, size_t first) {
+  size_t i;
+  for (i = 0; i < n; ++i) ref_store(dt, h, i, ref_from_double(dt, val(r, first + i)));
+}
+
+#define COUNT 37
+
+static int matrix(int rank, int size, const char* url, void* arg) {
+  gang_t* g = cuda_gang(rank, size, url, 60000);
+  int d, o, place, r;
+  size_t i;
+  (void)arg;
+  CHECK(g != NULL, "no gang");
+  CHECK(strcmp(gang_backend_name(g), "nccl") == 0, "backend %s", gang_backend_name(g));
+  for (d = 0; d < REF_NUM_DTYPES; ++d) {
+    const gang_dtype_t dt = ref_dtypes[d];
+    const size_t es = ref_dtype_size(dt), n = COUNT, all = n * (size_t)size;
+    unsigned char* h = malloc(all * es * 2);
+    unsigned char* want = malloc(all * es);
+    void* send = dalloc(all * es);
+    void* recv = dalloc(all * es);
+    size_t counts[4], total = 0;
+    CHECK(h && want && send && recv, "out of memory");
+
+    for (o = 0; o < REF_NUM_OPS; ++o) {
+      const gang_op_t op = ref_ops[o];
+      for (place = 0; place < 2; ++place) {
+        fill(dt, h, n, rank, 0);
+        to_dev(send, h, n * es);
+        to_dev(recv, h, n * es);
+        CHECK_OK(gang_all_reduce(g, place ? recv : send, recv, n, dt, op, NULL));
+        to_host(h, recv, n * es);
+        for (i = 0; i < n; ++i) {
+          const double got = ref_to_double(dt, ref_load(dt, h, i));
+          CHECK(close_to(dt, got, reduced(dt, op, size, i)), "all_reduce %s %s%s [%zu] = %g",
+                ref_dtype_name(dt), ref_op_name(op), place ? " in place" : "", i, got);
+        }
+      }
+      fill(dt, h, n, rank, 0);
+      to_dev(send, h, n * es);
+      CHECK_OK(gang_reduce(g, send, recv, n, dt, op, size - 1, NULL));
+      if (rank == size - 1) {
+        to_host(h, recv, n * es);
+        for (i = 0; i < n; ++i) {
+          CHECK(close_to(dt, ref_to_double(dt, ref_load(dt, h, i)), reduced(dt, op, size, i)),
+                "reduce %s %s [%zu]", ref_dtype_name(dt), ref_op_name(op), i);
+        }
+      }
+      /* reduce_scatter: block p of every rank's input reduced into rank p. */
+      for (r = 0; r < size; ++r) fill(dt, h + (size_t)r * n * es, n, rank, (size_t)r * n);
+      to_dev(send, h, all * es);
+      CHECK_OK(gang_reduce_scatter(g, send, recv, n, dt, op, NULL));
+      to_host(h, recv, n * es);
+      for (i = 0; i < n; ++i) {
+        CHECK(close_to(dt, ref_to_double(dt, ref_load(dt, h, i)),
+                       reduced(dt, op, size, (size_t)rank * n + i)),
+              "reduce_scatter %s %s [%zu]", ref_dtype_name(dt), ref_op_name(op), i);
+      }
+      /* reduce_scatterv: rank p gets n - p elements. */
+      for (r = 0, total = 0; r < size; ++r) total += counts[r] = n - (size_t)r;
+      fill(dt, h, total, rank, 0);
+      to_dev(send, h, total * es);
+      CHECK_OK(gang_reduce_scatterv(g, send, recv, counts, (size_t)size, dt, op, NULL));
+      to_host(h, recv, counts[rank] * es);
+      {
+        size_t at = 0;
+        for (r = 0; r < rank; ++r) at += counts[r];
+        for (i = 0; i < counts[rank]; ++i) {
+          CHECK(close_to(dt, ref_to_double(dt, ref_load(dt, h, i)), reduced(dt, op, size, at + i)),
+                "reduce_scatterv %s %s [%zu]", ref_dtype_name(dt), ref_op_name(op), i);
+        }
+      }
+    }
+
+    /* broadcast from the last rank */
+    fill(dt, h, n, rank == size - 1 ? 7 : 0, 0);
+    to_dev(recv, h, n * es);
+    CHECK_OK(gang_broadcast(g, recv, n, dt, size - 1, NULL));
+    to_host(h, recv, n * es);
+    for (i = 0; i < n; ++i) {
+      CHECK(ref_to_double(dt, ref_load(dt, h, i)) == val(7, i), "broadcast %s [%zu]",
+            ref_dtype_name(dt), i);
+    }
+    /* all_gather, out of place and in place; gather to rank 0 */
+    for (place = 0; place < 3; ++place) {
+      fill(dt, h, n, rank, 0);
+      if (place == 1) {
+        to_dev((char*)recv + (size_t)rank * n * es, h, n * es);
+        CHECK_OK(gang_all_gather(g, (char*)recv + (size_t)rank * n * es, recv, n, dt, NULL));
+      } else {
+        to_dev(send, h, n * es);
+        if (place == 0) CHECK_OK(gang_all_gather(g, send, recv, n, dt, NULL));
+        if (place == 2) CHECK_OK(gang_gather(g, send, recv, n, dt, 0, NULL));
+      }
+      if (place < 2 || rank == 0) {
+        to_host(want, recv, all * es);
+        for (r = 0; r < size; ++r) {
+          for (i = 0; i < n; ++i) {
+            CHECK(ref_to_double(dt, ref_load(dt, want, (size_t)r * n + i)) == val(r, i),
+                  "%s %s [%d][%zu]", place == 2 ? "gather" : "all_gather", ref_dtype_name(dt), r, i);
+          }
+        }
+      }
+    }
+    /* all_gatherv: rank p gives n - p elements */
+    for (r = 0, total = 0; r < size; ++r) total += counts[r] = n - (size_t)r;
+    fill(dt, h, counts[rank], rank, 0);
+    to_dev(send, h, counts[rank] * es);
+    CHECK_OK(gang_all_gatherv(g, send, counts[rank], recv, counts, (size_t)size, dt, NULL));
+    to_host(want, recv, total * es);
+    {
+      size_t at = 0;
+      for (r = 0; r < size; at += counts[r], ++r) {
+        for (i = 0; i < counts[r]; ++i) {
+          CHECK(ref_to_double(dt, ref_load(dt, want, at + i)) == val(r, i), "all_gatherv %s [%d][%zu]",
+                ref_dtype_name(dt), r, i);
+        }
+      }
+    }
+    /* scatter from rank 0: block p is val(p, .) */
+    for (r = 0; r < size; ++r) fill(dt, h + (size_t)r * n * es, n, r, 0);
+    to_dev(send, h, all * es);
+    CHECK_OK(gang_scatter(g, send, recv, n, dt, 0, NULL));
+    to_host(h, recv, n * es);
+    for (i = 0; i < n; ++i) {
+      CHECK(ref_to_double(dt, ref_load(dt, h, i)) == val(rank, i), "scatter %s [%zu]",
+            ref_dtype_name(dt), i);
+    }
+    /* all_to_all: block p of rank r's input holds val(r + 10 * p, .) */
+    for (r = 0; r < size; ++r) fill(dt, h + (size_t)r * n * es, n, rank + 10 * r, 0);
+    to_dev(send, h, all * es);
+    CHECK_OK(gang_all_to_all(g, send, recv, n, dt, NULL));
+    to_host(h, recv, all * es);
+    for (r = 0; r < size; ++r) {
+      for (i = 0; i < n; ++i) {
+        CHECK(ref_to_double(dt, ref_load(dt, h, (size_t)r * n + i)) == val(r + 10 * rank, i),
+              "all_to_all %s [%d][%zu]", ref_dtype_name(dt), r, i);
+      }
+    }
+    /* send/recv round the ring (tag 0); another tag is refused */
+    if (size > 1) {
+      const int next = (rank + 1) % size, prev = (rank + size - 1) % size;
+      fill(dt, h, n, rank, 0);
+      to_dev(send, h, n * es);
+      CHECK_OK(gang_group_start(g));
+      CHECK_OK(gang_send(g, send, n, dt, next, 0, NULL));
+      CHECK_OK(gang_recv(g, recv, n, dt, prev, 0, NULL));
+      CHECK_OK(gang_group_end(g, NULL));
+      to_host(h, recv, n * es);
+      for (i = 0; i < n; ++i) {
+        CHECK(ref_to_double(dt, ref_load(dt, h, i)) == val(prev, i), "send/recv %s [%zu]",
+              ref_dtype_name(dt), i);
+      }
+      CHECK_STATUS(gang_send(g, send, n, dt, next, 3, NULL), GANG_ERR_UNSUPPORTED);
+    }
+    cu.Free(send);
+    cu.Free(recv);
+    free(h);
+    free(want);
+  }
+  CHECK_OK(gang_barrier(g, NULL));
+  CHECK_OK(gang_destroy(g));
+  return 0;
+}
+
+static void run_or_skip(int size, gang_test_plain_fn fn) {
+  const char* why = no_gpu_reason();
+  if (why != NULL) {
+    print_message("skipped: %s\n", why);
+    skip();
+  }
+  assert_int_equal(gang_test_run_procs(size, fn, NULL, WALL_S), 0);
+}
+
+static void test_matrix_1(void** s) { (void)s; run_or_skip(1, matrix); }
+static void test_matrix_2(void** s) { (void)s; run_or_skip(2, matrix); }
+static void test_matrix_3(void** s) { (void)s; run_or_skip(3, matrix); }
+static void test_matrix_4(void** s) { (void)s; run_or_skip(4, matrix); }
+
+/* ---- stream ordering ------------------------------------------------------ */
+
+static void slow(void* arg) {
+  (void)arg;
+  usleep(200 * 1000);
+}
+
+static int stream_order(int rank, int size, const char* url, void* arg) {
+  gang_t* g = cuda_gang(rank, size, url, 60000);
+  float h[64], *host = h;
+  void *a = NULL, *b = NULL, *ev = NULL;
+  float* buf = dalloc(sizeof h);
+  gang_work_t* w = NULL;
+  size_t i;
+  (void)arg;
+  CHECK(g != NULL && buf != NULL, "setup");
+  for (i = 0; i < 64; ++i) h[i] = 0;
+  to_dev(buf, h, sizeof h);
+  for (i = 0; i < 64; ++i) h[i] = (float)(rank + 1);
+  CHECK(cu.StreamCreate(&a) == 0 && cu.StreamCreate(&b) == 0 && cu.EventCreate(&ev) == 0,
+        "streams");
+  /* On B: a slow host function, then the copy of the input. */
+  CHECK(cu.LaunchHostFunc(b, slow, NULL) == 0, "host function");
+  CHECK(cu.MemcpyAsync(buf, host, sizeof h, MEMCPY_DEFAULT, b) == 0, "copy");
+  CHECK(cu.EventRecord(ev, b) == 0 && cu.StreamWaitEvent(a, ev, 0) == 0, "event");
+  CHECK_OK(gang_set_cuda_stream(g, a));
+  CHECK_OK(gang_all_reduce(g, buf, buf, 64, GANG_FLOAT32, GANG_SUM, &w));
+  CHECK_OK(gang_work_wait(w, -1));
+  CHECK_OK(gang_work_destroy(w));
+  cu.StreamSynchronize(a);
+  to_host(h, buf, sizeof h);
+  for (i = 0; i < 64; ++i) {
+    CHECK(h[i] == (float)(size * (size + 1) / 2), "[%zu] = %g: the all-reduce did not wait for "
+          "the copy on the other stream", i, h[i]);
+  }
+  CHECK_OK(gang_set_cuda_stream(g, NULL));
+  CHECK_OK(gang_destroy(g));
+  cu.StreamDestroy(a);
+  cu.StreamDestroy(b);
+  return 0;
+}
+
+static void test_stream(void** s) { (void)s; run_or_skip(2, stream_order); }
+
+/* ---- groups and splits ---------------------------------------------------- */
+
+static int group(int rank, int size, const char* url, void* arg) {
+  gang_t* g = cuda_gang(rank, size, url, 60000);
+  int64_t mine[8], theirs[8], sum[8];
+  int64_t* d = dalloc(3 * sizeof mine);
+  int i;
+  (void)arg;
+  CHECK(g != NULL && d != NULL, "setup");
+  for (i = 0; i < 8; ++i) mine[i] = rank * 100 + i;
+  to_dev(d, mine, sizeof mine);
+  to_dev(d + 16, mine, sizeof mine);
+  CHECK_OK(gang_group_start(g));
+  CHECK_OK(gang_send(g, d, 8, GANG_INT64, 1 - rank, 0, NULL));
+  CHECK_OK(gang_recv(g, d + 8, 8, GANG_INT64, 1 - rank, 0, NULL));
+  CHECK_OK(gang_all_reduce(g, d + 16, d + 16, 8, GANG_INT64, GANG_SUM, NULL));
+  CHECK_OK(gang_group_end(g, NULL));
+  to_host(theirs, d + 8, sizeof theirs);
+  to_host(sum, d + 16, sizeof sum);
+  for (i = 0; i < 8; ++i) {
+    CHECK(theirs[i] == (1 - rank) * 100 + i, "received [%d] = %lld", i, (long long)theirs[i]);
+    CHECK(sum[i] == 100 + 2 * i, "sum [%d] = %lld", i, (long long)sum[i]);
+  }
+  CHECK_OK(gang_destroy(g));
+  return 0;
+}
+
+static void test_group(void** s) { (void)s; run_or_skip(2, group); }
+
+static int split(int rank, int size, const char* url, void* arg) {
+  gang_t* g = cuda_gang(rank, size, url, 60000);
+  gang_t* half = NULL;
+  int32_t x = rank, *d = dalloc(sizeof x);
+  (void)arg;
+  CHECK(g != NULL && d != NULL, "setup");
+  CHECK_OK(gang_split(g, rank % 2, rank, &half));
+  CHECK(half != NULL && gang_size(half) == size / 2, "split");
+  CHECK(strcmp(gang_backend_name(half), "nccl") == 0, "split backend %s", gang_backend_name(half));
+  to_dev(d, &x, sizeof x);
+  CHECK_OK(gang_all_reduce(half, d, d, 1, GANG_INT32, GANG_SUM, NULL));
+  to_host(&x, d, sizeof x);
+  CHECK(x == (rank % 2 == 0 ? 0 + 2 : 1 + 3), "sum in the half: %d", x);
+  CHECK_OK(gang_destroy(half));
+  CHECK_OK(gang_destroy(g));
+  return 0;
+}
+
+static void test_split(void** s) { (void)s; run_or_skip(4, split); }
+
+/* ---- failures ------------------------------------------------------------- */
+
+/* Issues all-reduces until one fails; that status must come well before the
+ * gang's 30 s timeout. */
+static int until_failure(int rank, int size, const char* url, void* arg) {
+  const int want = *(const int*)arg;
+  gang_t* g = cuda_gang(rank, size, url, want == GANG_ERR_TIMEOUT ? 2000 : 30000);
+  float* d = dalloc(16 * sizeof(float));
+  const int64_t t0 = gang_test_now_ms();
+  gang_status_t s = GANG_OK;
+  int i;
+  CHECK(g != NULL && d != NULL, "setup");
+  for (i = 0; i < 20 && s == GANG_OK; ++i) {
+    s = gang_all_reduce(g, d, d, 16, GANG_FLOAT32, GANG_SUM, NULL);
+  }
+  CHECK(s != GANG_OK, "no operation failed");
+  CHECK(s == want || s == GANG_ERR_PEER_LOST, "got %s: %s", gang_status_name(s), gang_last_error());
+  CHECK(gang_test_now_ms() - t0 < 10000, "failed after %lld ms", (long long)(gang_test_now_ms() - t0));
+  gang_destroy(g);
+  return 0;
+}
+
+static void with_fault(const char* fault, int want) {
+  const char* why = no_gpu_reason();
+  if (why == NULL && !on_double()) why = "faults are injected by the host double only";
+  if (why != NULL) {
+    print_message("skipped: %s\n", why);
+    skip();
+  }
+  setenv("GANG_NCCL_DOUBLE_FAULT", fault, 1);
+  assert_int_equal(gang_test_run_procs(2, until_failure, &want, WALL_S), 0);
+  unsetenv("GANG_NCCL_DOUBLE_FAULT");
+}
+
+static void test_remote_error(void** s) { (void)s; with_fault("remote_error:1:3", GANG_ERR_PEER_LOST); }
+static void test_hang(void** s) { (void)s; with_fault("hang:0:3", GANG_ERR_TIMEOUT); }
+
+static void* abort_later(void* g) {
+  usleep(300 * 1000);
+  gang_abort((gang_t*)g);
+  return NULL;
+}
+
+static int aborted(int rank, int size, const char* url, void* arg) {
+  gang_t* g = cuda_gang(rank, size, url, 30000);
+  float* d = dalloc(16 * sizeof(float));
+  (void)arg;
+  CHECK(g != NULL && d != NULL, "setup");
+  if (rank == 0) {
+    pthread_t t;
+    const int64_t t0 = gang_test_now_ms();
+    gang_status_t s;
+    pthread_create(&t, NULL, abort_later, g);
+    /* Rank 1 never joins: only the abort can end this. */
+    s = gang_all_reduce(g, d, d, 16, GANG_FLOAT32, GANG_SUM, NULL);
+    pthread_join(t, NULL);
+    CHECK(s == GANG_ERR_ABORTED, "got %s: %s", gang_status_name(s), gang_last_error());
+    CHECK(gang_test_now_ms() - t0 < 3000, "ended after %lld ms", (long long)(gang_test_now_ms() - t0));
+    gang_test_shared_ints()[0] = 1;
+  } else {
+    CHECK(gang_test_wait_shared(0, 1, 20000) == 0, "rank 0 never ended");
+  }
+  gang_destroy(g);
+  return 0;
+}
+
+static void test_abort(void** s) { (void)s; run_or_skip(2, aborted); }
+
+/* ---- unavailability ------------------------------------------------------- */
+
+static int unavailable(int rank, int size, const char* url, void* arg) {
+  const char* cause = arg;
+  const int64_t t0 = gang_test_now_ms();
+  gang_options_t o;
+  gang_t* g = NULL;
+  gang_status_t s;
+  float x = 1, y = 0;
+  gang_options_init(&o);
+  o.rank = rank;
+  o.size = size;
+  o.init_method = url;
+  o.device_type = GANG_DEVICE_CUDA;
+  s = gang_create(&o, &g);
+  CHECK(s == GANG_ERR_UNAVAILABLE, "got %s: %s", gang_status_name(s), gang_last_error());
+  CHECK(strstr(gang_last_error(), cause) != NULL, "message without \"%s\": %s", cause,
+        gang_last_error());
+  CHECK(gang_test_now_ms() - t0 < 1000, "took %lld ms", (long long)(gang_test_now_ms() - t0));
+  /* A CPU gang in the same process still works. */
+  o.device_type = GANG_DEVICE_CPU;
+  o.backend = "gloo";
+  o.name = "cpu";
+  CHECK_OK(gang_create(&o, &g));
+  CHECK_OK(gang_all_reduce(g, &x, &y, 1, GANG_FLOAT32, GANG_SUM, NULL));
+  CHECK(y == 1, "cpu sum %g", y);
+  CHECK_OK(gang_destroy(g));
+  return 0;
+}
+
+static void test_unavailable(void** s) {
+  (void)s;
+  setenv("GANG_CUDA_DOUBLE_DEVICES", "0", 1);
+  setenv("CUDA_VISIBLE_DEVICES", "", 1);
+  assert_int_equal(gang_test_run_procs(1, unavailable, "no CUDA device is visible", WALL_S), 0);
+  unsetenv("GANG_CUDA_DOUBLE_DEVICES");
+  unsetenv("CUDA_VISIBLE_DEVICES");
+  setenv("GANG_NCCL_LIBRARY", "/nonexistent/libnccl.so.2", 1);
+  assert_int_equal(gang_test_run_procs(1, unavailable, "libnccl.so.2", WALL_S), 0);
+  unsetenv("GANG_NCCL_LIBRARY");
+}
+
+int main(int argc, char** argv) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_matrix_1), cmocka_unit_test(test_matrix_2),
+      cmocka_unit_test(test_matrix_3), cmocka_unit_test(test_matrix_4),
+      cmocka_unit_test(test_stream),   cmocka_unit_test(test_group),
+      cmocka_unit_test(test_split),    cmocka_unit_test(test_remote_error),
+      cmocka_unit_test(test_hang),     cmocka_unit_test(test_abort),
+      cmocka_unit_test(test_unavailable),
+  };
+  if (argc > 1) cmocka_set_test_filter(argv[1]);
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
