@@ -255,7 +255,9 @@ ncclResult_t init(ncclComm_t* out, int nranks, ncclUniqueId id, int rank,
       return;
     }
     s->gang = g;
-    s->async = ncclSuccess;
+    s->rank = gang_rank(g);
+    s->size = gang_size(g);
+    s->async = ncclSuccess;  // published last: readers see rank and size
   };
   if (blocking) {
     make();
@@ -338,28 +340,13 @@ ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newc
     return ncclSuccess;
   }
   ncclUniqueId unused{};
-  const ncclResult_t r = init(newcomm, 0, unused, 0, comm->s, color, key, blocking_of(config));
-  if (r == ncclSuccess || r == ncclInProgress) {
-    // rank and size are known once the split is made.
-    ncclComm_t c = *newcomm;
-    if (r == ncclSuccess) {
-      c->s->rank = gang_rank(c->s->gang);
-      c->s->size = gang_size(c->s->gang);
-    }
-  }
-  return r;
+  return init(newcomm, 0, unused, 0, comm->s, color, key, blocking_of(config));
 }
 
 ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* err) {
   if (comm == nullptr || err == nullptr) return ncclInvalidArgument;
   const int a = comm->s->async.load();
-  if (a != ncclInProgress && comm->init.joinable()) {
-    comm->init.join();
-    if (comm->s->gang != nullptr) {
-      comm->s->rank = gang_rank(comm->s->gang);
-      comm->s->size = gang_size(comm->s->gang);
-    }
-  }
+  if (a != ncclInProgress && comm->init.joinable()) comm->init.join();
   *err = static_cast<ncclResult_t>(a);
   return ncclSuccess;
 }

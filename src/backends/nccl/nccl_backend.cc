@@ -150,6 +150,8 @@ struct Instance {
   void watch();
 };
 
+const char kLate[] = "an operation enqueued on the GPU did not finish before its deadline";
+
 int status_of(ncclResult_t r) {
   return r == ncclRemoteError ? GANG_ERR_PEER_LOST : GANG_ERR_SYSTEM;
 }
@@ -182,7 +184,7 @@ void Instance::watch() {
       for (Work* w : live) {
         if (w->status.load() != GANG_IN_PROGRESS || now < w->deadline_ns) continue;
         if (api->EventQuery(w->event) == cudaSuccess) continue;
-        late = "an operation enqueued on the GPU did not finish before its deadline";
+        late = kLate;
       }
     }
     if (!late.empty()) {
@@ -570,7 +572,7 @@ gang_status_t test(void* work, char* err, size_t err_len) {
     return GANG_ERR_SYSTEM;
   }
   if (now_ns() >= w.deadline_ns) {
-    const std::string why = "an operation enqueued on the GPU did not finish before its deadline";
+    const std::string why = kLate;
     in.fail(GANG_ERR_TIMEOUT, why, true);
     w.status.store(GANG_ERR_TIMEOUT);
     say(err, err_len, why);
