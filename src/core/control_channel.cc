@@ -1,5 +1,9 @@
 #include "core/control_channel.h"
 
+#include <thread>
+
+#include "store/store.h"
+
 namespace gang::core {
 
 namespace {
@@ -94,6 +98,42 @@ void ControlChannel::fingerprint(const uint64_t* mine, uint64_t* all,
 
 void ControlChannel::abort() noexcept {
   if (own_) own_->abort();
+}
+
+namespace {
+const char kNoticeKey[] = "failed";
+// How long one look at the board may wait for the store's answer.
+constexpr Millis kNoticeLook{20};
+}  // namespace
+
+void ControlChannel::set_notice_board(std::shared_ptr<store::Store> board) {
+  board_ = std::move(board);
+}
+
+void ControlChannel::post_failure(const std::string& message) noexcept {
+  if (!board_) return;
+  try {
+    std::thread([board = board_, message] {
+      try {
+        board->set(kNoticeKey, store::Bytes(message.begin(), message.end()));
+      } catch (...) {
+        // The store is gone too: the peers' operations fail on their own.
+      }
+    }).detach();
+  } catch (...) {
+    // No thread to spare: the peers find out from their own operations.
+  }
+}
+
+bool ControlChannel::peer_failure(std::string* message) noexcept {
+  if (!board_) return false;
+  try {
+    const store::Bytes said = board_->get(kNoticeKey, kNoticeLook);
+    message->assign(said.begin(), said.end());
+    return true;
+  } catch (...) {
+    return false;  // no notice yet (a timeout), or no store to ask
+  }
 }
 
 }  // namespace gang::core

@@ -7,14 +7,26 @@
 //
 // Every call is blocking, runs on the caller's thread and throws
 // gang::Error; the gang turns errors into its failed state.
+//
+// Failure notices. A device backend's peers may be blocked on the device,
+// where nothing from this channel reaches them, and its transport may stay
+// up after this rank failed. So a gang with a channel of its own also has a
+// notice board: one key in the gang's store ("failed") that a failing rank
+// writes and every rank's watcher reads (gang_watch.cc), as torch's
+// ProcessGroupNCCL signals through its store.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "core/backend.h"
+
+namespace gang::store {
+class Store;
+}
 
 namespace gang::core {
 
@@ -52,6 +64,19 @@ class ControlChannel {
   // Aborts an owned backend (a borrowed one is the gang's to abort).
   void abort() noexcept;
 
+  // The notice board: `board` is the gang's store under its prefix; without
+  // one (a gang of one) there is nothing to tell.
+  void set_notice_board(std::shared_ptr<store::Store> board);
+  bool has_notice_board() const { return board_ != nullptr; }
+  // Tells every rank that this one failed, and why. Best effort and at
+  // once: a thread of its own writes the notice (the store may be slow or
+  // gone), holding the board, not the channel, so it may outlive the gang.
+  void post_failure(const std::string& message) noexcept;
+  // A notice some rank posted: true and its text. Waits at most a few
+  // milliseconds for the store; never throws (an unreachable store is no
+  // notice: the operations themselves will fail).
+  bool peer_failure(std::string* message) noexcept;
+
  private:
   void run(Operation op);
 
@@ -60,6 +85,7 @@ class ControlChannel {
   // Control collectives issued so far: the same on every rank, since every
   // rank makes the core's calls in the same order.
   std::atomic<uint64_t> seq_{1};
+  std::shared_ptr<store::Store> board_;
 };
 
 }  // namespace gang::core

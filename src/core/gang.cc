@@ -290,7 +290,8 @@ std::string Gang::overdue(const std::string& why) {
   return message;
 }
 
-void Gang::mark_failed(Status status, const std::string& message) {
+void Gang::mark_failed(Status status, const std::string& message,
+                       bool from_peer) {
   int expected = 0;
   {
     std::lock_guard<std::mutex> lock(fail_mu_);
@@ -299,6 +300,8 @@ void Gang::mark_failed(Status status, const std::string& message) {
     }
   }
   if (expected == 0) {
+    if (!from_peer && control_) control_->post_failure(message);
+    watch_cv_.notify_all();
     GANG_LOG(kWarn, "gang \"", name_, "\" rank ", rank_, " failed: ", message);
     // Closing the transport both unblocks this rank and tells the peers.
     backend_->abort();
@@ -345,6 +348,7 @@ void Gang::shutdown() {
     // A blocking call on another thread ends promptly once the backend is
     // aborted; wait for it so that it never runs on a freed gang.
     executor_->stop(Work::kGrace);
+    stop_watch();
     if (failed_.load() == 0) {
       try {
         backend_->finalize();

@@ -12,6 +12,7 @@
 
 #include <array>
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -178,7 +179,15 @@ class Gang : public std::enable_shared_from_this<Gang> {
   // Throws kInvalidArgument naming `api` if this thread has a group open.
   void refuse_in_group(const char* api);
   // Records the first error (later ones are ignored) and aborts the backend.
-  void mark_failed(Status status, const std::string& message);
+  // A failure of this rank's own (not a peer's notice) is posted on the
+  // control channel's notice board.
+  void mark_failed(Status status, const std::string& message,
+                   bool from_peer = false);
+  // The watcher (gang_watch.cc): a thread for gangs with a notice board
+  // that polls the backend's own errors and the peers' notices.
+  void start_watch();
+  void stop_watch();
+  void watch();
   [[noreturn]] void throw_failed(const char* api) const;
   // A gang of `members` (ranks of this gang, this rank among them), named
   // <name>/<label>, meeting under <store prefix>/<store_label>/. color and
@@ -235,6 +244,12 @@ class Gang : public std::enable_shared_from_this<Gang> {
   mutable std::mutex fail_mu_;
   std::string failure_;
   std::once_flag shutdown_once_;
+
+  // The watcher.
+  std::thread watcher_;
+  std::mutex watch_mu_;
+  std::condition_variable watch_cv_;
+  bool watch_stop_ = false;  // under watch_mu_
 };
 
 }  // namespace gang::core

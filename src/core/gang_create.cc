@@ -203,6 +203,11 @@ std::shared_ptr<Gang> Gang::make(Setup s) {
     g->control_->barrier(std::min(s.config.deadline,
                                   deadline_after(g->timeout())));
   }
+  if (g->control_->owns_backend() && s.store && s.size > 1) {
+    g->control_->set_notice_board(store::with_prefix(
+        s.store, s.store_prefix + "notice/", s.config.timeout));
+    g->start_watch();
+  }
   GANG_LOG(kInfo, "created gang \"", g->name_, "\" rank ", g->rank_, " of ",
            g->size_, " on ", g->backend_name());
   return g;

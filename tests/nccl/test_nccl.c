@@ -465,6 +465,50 @@ static void with_fault(const char* fault, int want) {
 static void test_remote_error(void** s) { (void)s; with_fault("remote_error:1:3", GANG_ERR_PEER_LOST); }
 static void test_hang(void** s) { (void)s; with_fault("hang:0:3", GANG_ERR_TIMEOUT); }
 
+/* Rank 1 fails at its third operation without a word on the wire (its CPU
+ * gang stays up), then lingers: rank 0, blocked in the third all-reduce with
+ * a minute's timeout, can only learn of it from the notice rank 1's gang
+ * posts through its control channel. */
+static int noticed(int rank, int size, const char* url, void* arg) {
+  gang_t* g = cuda_gang(rank, size, url, 60000);
+  float* d = dalloc(16 * sizeof(float));
+  const int64_t t0 = gang_test_now_ms();
+  gang_status_t s = GANG_OK;
+  int i;
+  (void)arg;
+  CHECK(g != NULL && d != NULL, "setup");
+  for (i = 0; i < 3 && s == GANG_OK; ++i) {
+    gang_work_t* w = NULL;
+    s = gang_all_reduce(g, d, d, 16, GANG_FLOAT32, GANG_SUM, &w);
+    if (s == GANG_OK) s = gang_work_wait(w, -1);
+    if (w != NULL) gang_work_destroy(w);
+  }
+  CHECK(s == GANG_ERR_PEER_LOST, "rank %d got %s: %s", rank, gang_status_name(s), gang_last_error());
+  if (rank == 0) {
+    CHECK(strstr(gang_last_error(), "another rank failed") != NULL, "not from the notice: %s",
+          gang_last_error());
+    CHECK(gang_test_now_ms() - t0 < 3000, "failed after %lld ms", (long long)(gang_test_now_ms() - t0));
+    gang_test_shared_ints()[0] = 1;
+  } else {
+    CHECK(gang_test_wait_shared(0, 1, 20000) == 0, "rank 0 never failed");
+  }
+  gang_destroy(g);
+  return 0;
+}
+
+static void test_notice(void** s) {
+  const char* why = no_gpu_reason();
+  (void)s;
+  if (why == NULL && !on_double()) why = "faults are injected by the host double only";
+  if (why != NULL) {
+    print_message("skipped: %s\n", why);
+    skip();
+  }
+  setenv("GANG_NCCL_DOUBLE_FAULT", "quiet_error:1:3", 1);
+  assert_int_equal(gang_test_run_procs(2, noticed, NULL, WALL_S), 0);
+  unsetenv("GANG_NCCL_DOUBLE_FAULT");
+}
+
 static void* abort_later(void* g) {
   usleep(300 * 1000);
   gang_abort((gang_t*)g);
@@ -544,9 +588,19 @@ int main(int argc, char** argv) {
       cmocka_unit_test(test_matrix_3), cmocka_unit_test(test_matrix_4),
       cmocka_unit_test(test_stream),   cmocka_unit_test(test_group),
       cmocka_unit_test(test_split),    cmocka_unit_test(test_remote_error),
-      cmocka_unit_test(test_hang),     cmocka_unit_test(test_abort),
+      cmocka_unit_test(test_hang),     cmocka_unit_test(test_notice),
+      cmocka_unit_test(test_abort),
       cmocka_unit_test(test_unavailable),
   };
-  if (argc > 1) cmocka_set_test_filter(argv[1]);
+  if (argc > 1) {
+    /* A filter that names no test would run none and pass. */
+    size_t i, known = 0;
+    for (i = 0; i < sizeof tests / sizeof tests[0]; ++i) known += strcmp(tests[i].name, argv[1]) == 0;
+    if (known == 0) {
+      fprintf(stderr, "test_nccl: no test is called %s\n", argv[1]);
+      return 1;
+    }
+    cmocka_set_test_filter(argv[1]);
+  }
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

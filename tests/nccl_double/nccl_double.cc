@@ -9,7 +9,9 @@
 // operation (1-based, counted per process) of the process whose first
 // communicator rank is RANK: KIND "remote_error" makes the communicator's
 // asynchronous error ncclRemoteError instead of running it, "hang" blocks
-// it until the communicator is aborted.
+// it until the communicator is aborted, "quiet_error" is "remote_error" on a
+// rank whose abort then leaves its CPU gang up, so that the peers hear of
+// the failure only through gang's own notice.
 #include <cuda_runtime_api.h>
 #include <gang/gang.h>
 #include <nccl.h>
@@ -34,6 +36,7 @@ struct State {
   int rank = 0, size = 0, device = 0;
   std::atomic<int> async{ncclSuccess};  // ncclResult_t
   std::atomic<bool> aborted{false};
+  std::atomic<bool> quiet{false};  // an abort leaves the CPU gang up
   std::string last;
   ~State() {
     if (gang != nullptr) gang_destroy(gang);
@@ -117,7 +120,8 @@ void run(const std::vector<Op>& ops) {
   if (s.aborted.load() || s.async.load() != ncclSuccess) return;
   const long n = ++ops_so_far;
   const std::string fault = fault_for(n);
-  if (fault == "remote_error") {
+  if (fault == "remote_error" || fault == "quiet_error") {
+    s.quiet = fault == "quiet_error";
     fail_state(s, ncclRemoteError, "injected remote error (nccl double)");
     return;
   }
@@ -373,7 +377,13 @@ ncclResult_t ncclCommAbort(ncclComm_t comm) {
   if (comm == nullptr) return ncclSuccess;
   comm->s->aborted = true;
   if (comm->init.joinable()) comm->init.join();
-  if (comm->s->gang != nullptr) gang_abort(comm->s->gang);
+  if (comm->s->quiet) {
+    // Keep the CPU gang up (and silent) until the process exits.
+    static std::vector<std::shared_ptr<State>> kept;
+    kept.push_back(comm->s);
+  } else if (comm->s->gang != nullptr) {
+    gang_abort(comm->s->gang);
+  }
   delete comm;  // queued operations keep the state alive
   return ncclSuccess;
 }

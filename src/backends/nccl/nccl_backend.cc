@@ -10,9 +10,9 @@
 // thread. Operations are enqueued on the gang's stream; each post ends with
 // an event, which the work tests. The watchdog polls the communicator's
 // asynchronous error and every live work's deadline; on an error or a
-// deadline it aborts the communicator, and it tells the other ranks through
-// the store (key "failed"), whose watchdogs abort theirs, so every rank
-// fails within a fraction of a second, not only the one that saw it.
+// deadline it aborts the communicator and reports the failure (poll_error).
+// Telling the other ranks is the core's: it posts the failure through its
+// control channel, and their gangs abort their communicators in turn.
 #include <gang/gang_backend.h>
 
 #include <algorithm>
@@ -97,7 +97,6 @@ struct Instance {
   const Api* api = nullptr;
   int rank = 0, size = 1, device = 0;
   std::string name;
-  const gang_backend_store_t* store = nullptr;
   ncclComm_t comm = nullptr;
   cudaStream_t own = nullptr;
   int* scratch = nullptr;  // a device int for barriers
@@ -114,9 +113,8 @@ struct Instance {
   bool stop = false;
   std::thread watchdog;
 
-  // The first failure wins; aborts the communicator, and tells the peers
-  // unless it came from them.
-  void fail(int status, const std::string& text, bool tell_peers) {
+  // The first failure wins; aborts the communicator.
+  void fail(int status, const std::string& text) {
     {
       std::lock_guard<std::mutex> lock(mu);
       if (error != GANG_OK) return;
@@ -124,11 +122,6 @@ struct Instance {
       error_text = text;
     }
     aborted.store(true);
-    if (tell_peers && store != nullptr) {
-      char e[256];
-      const std::string v = "rank " + std::to_string(rank) + ": " + text;
-      store->set(store->ctx, "failed", v.data(), v.size(), e, sizeof e);
-    }
     abort_comm();
     cv.notify_all();
   }
@@ -157,9 +150,8 @@ int status_of(ncclResult_t r) {
 }
 
 // The watchdog: every 5 ms the communicator's asynchronous error and the
-// live works' deadlines; every 100 ms whether a peer said it failed.
+// live works' deadlines.
 void Instance::watch() {
-  int64_t next_store_look = 0;
   for (;;) {
     {
       std::unique_lock<std::mutex> lock(mu);
@@ -174,7 +166,7 @@ void Instance::watch() {
       api->CommGetAsyncError(comm, &async);
     }
     if (async != ncclSuccess && async != ncclInProgress) {
-      fail(status_of(async), nccl_text(*api, "the communicator failed", async), true);
+      fail(status_of(async), nccl_text(*api, "the communicator failed", async));
       continue;
     }
     const int64_t now = now_ns();
@@ -187,21 +179,7 @@ void Instance::watch() {
         late = kLate;
       }
     }
-    if (!late.empty()) {
-      fail(GANG_ERR_TIMEOUT, late, true);
-      continue;
-    }
-    if (store != nullptr && size > 1 && now >= next_store_look) {
-      next_store_look = now + 100000000;
-      void* data = nullptr;
-      size_t len = 0;
-      char e[256];
-      if (store->get(store->ctx, "failed", 20, &data, &len, e, sizeof e) == GANG_OK) {
-        const std::string said(static_cast<char*>(data), len);
-        std::free(data);
-        fail(GANG_ERR_PEER_LOST, "a peer failed (" + said + ")", false);
-      }
-    }
+    if (!late.empty()) fail(GANG_ERR_TIMEOUT, late);
   }
 }
 
@@ -257,7 +235,6 @@ gang_status_t create(const gang_backend_config_t* c, void** out, char* err, size
   in->rank = c->rank;
   in->size = c->size;
   in->name = c->gang_name;
-  in->store = c->store;
   // device_index -1: local_rank % visible devices; a split keeps its
   // parent's device.
   const int local = c->local_rank >= 0 ? c->local_rank : c->rank;
@@ -501,7 +478,7 @@ gang_status_t post(void* backend, const gang_backend_op_t* ops, size_t nops, voi
     const std::string why = r == ncclInProgress
                                 ? std::string("enqueueing did not finish before the deadline")
                                 : nccl_text(a, "enqueueing", r);
-    in.fail(st, why, true);
+    in.fail(st, why);
     say(err, err_len, why);
     return static_cast<gang_status_t>(st);
   }
@@ -516,7 +493,7 @@ gang_status_t post(void* backend, const gang_backend_op_t* ops, size_t nops, voi
     if (w->event != nullptr) a.EventDestroy(w->event);
     delete w;
     const std::string why = cuda_text(a, "recording the operation's event", ce);
-    in.fail(GANG_ERR_SYSTEM, why, true);
+    in.fail(GANG_ERR_SYSTEM, why);
     say(err, err_len, why);
     return GANG_ERR_SYSTEM;
   }
@@ -556,7 +533,7 @@ gang_status_t test(void* work, char* err, size_t err_len) {
     }
     if (async != ncclSuccess && async != ncclInProgress) {
       const std::string why = nccl_text(*in.api, "the communicator failed", async);
-      in.fail(status_of(async), why, true);
+      in.fail(status_of(async), why);
       w.status.store(status_of(async));
       say(err, err_len, why);
       return static_cast<gang_status_t>(status_of(async));
@@ -566,14 +543,14 @@ gang_status_t test(void* work, char* err, size_t err_len) {
   }
   if (q != cudaErrorNotReady) {
     const std::string why = cuda_text(*in.api, "cudaEventQuery", q);
-    in.fail(GANG_ERR_SYSTEM, why, true);
+    in.fail(GANG_ERR_SYSTEM, why);
     w.status.store(GANG_ERR_SYSTEM);
     say(err, err_len, why);
     return GANG_ERR_SYSTEM;
   }
   if (now_ns() >= w.deadline_ns) {
     const std::string why = kLate;
-    in.fail(GANG_ERR_TIMEOUT, why, true);
+    in.fail(GANG_ERR_TIMEOUT, why);
     w.status.store(GANG_ERR_TIMEOUT);
     say(err, err_len, why);
     return GANG_ERR_TIMEOUT;
