@@ -284,9 +284,16 @@ typedef struct gang_backend_op {
    * gang enforces it too, and fails the gang if a work outlives it. */
   int64_t deadline_ns;
   /* The gang's device stream (cudaStream_t as a void*) for
-   * GANG_BACKEND_STREAM_ORDERED backends; NULL otherwise. */
+   * GANG_BACKEND_STREAM_ORDERED backends: the one gang_set_cuda_stream
+   * named, GANG_BACKEND_LEGACY_STREAM if it named NULL (the legacy default
+   * stream), or NULL if the gang set none: the module then uses a stream of
+   * its own. NULL for other backends. */
   void* stream;
 } gang_backend_op_t;
+
+/** gang_backend_op_t.stream when the user chose CUDA's legacy default
+ *  stream: the value of cudaStreamLegacy, which CUDA calls accept. */
+#define GANG_BACKEND_LEGACY_STREAM ((void*)0x1)
 
 /** Element i of the ops array post() receives. Every element has the same
  *  struct_size, which may exceed the module's sizeof(gang_backend_op_t) when
@@ -406,6 +413,24 @@ struct gang_backend {
    *  post fail with it; tells the peers where it can without blocking.
    *  Thread-safe, prompt (never waits for peers) and idempotent. */
   void (*abort)(void* backend);
+
+  /* ---- appended after the first release: gang reads these only when
+   *      struct_size covers them ---- */
+
+  /** A native split (as ncclCommSplit): the new gang's instance made from
+   *  the parent instance's own state. Called on every rank of the parent
+   *  gang, in the new gang or not, at the same point of the parent's
+   *  operation order (no post() of the parent runs meanwhile); collective
+   *  like create, and bounded by config->timeout_ms.
+   *
+   *  config describes the new gang as create's does, with parent set to the
+   *  parent instance. On a rank that stays out of it, color is -1, rank -1,
+   *  size 0 and store NULL, and *backend must stay NULL. Returning
+   *  GANG_ERR_UNSUPPORTED (alike on every rank: the library is too old, say)
+   *  makes gang call create on the members instead; any other error fails
+   *  the parent gang. May be NULL: gang always calls create. */
+  gang_status_t (*split)(void* parent, const gang_backend_config_t* config,
+                         void** backend, char* err, size_t err_len);
 };
 
 GANG_END_DECLS

@@ -27,4 +27,8 @@ BackendWorkPtr Backend::post_group(const std::vector<Operation>& ops) {
   return CompositeWork::simplify(std::move(all));
 }
 
+std::unique_ptr<Backend> Backend::split(const BackendConfig& /*config*/) {
+  fail(Status::kUnsupported, name(), " splits by creating a new backend");
+}
+
 }  // namespace gang::core

@@ -48,6 +48,9 @@ struct Capabilities {
   bool tagged_p2p = true;
   // Operations are enqueued on a device stream (Operation::stream).
   bool stream_ordered = false;
+  // Backend::split may make a sub-gang's backend from this one (it may
+  // still answer kUnsupported).
+  bool native_split = false;
 };
 
 // Which tag space an operation travels in: the user's collectives, the
@@ -64,9 +67,15 @@ struct Operation {
   Channel channel = Channel::kData;
   // Every wait of the operation ends by then.
   Clock::time_point deadline;
-  // The gang's device stream (opaque; null for host backends).
+  // The gang's device stream (opaque): the user's, kLegacyStream for the
+  // legacy default one, or null when the gang set none (the backend's own;
+  // always null for host backends).
   void* stream = nullptr;
 };
+
+// Operation::stream for CUDA's legacy default stream (the value of
+// cudaStreamLegacy; GANG_BACKEND_LEGACY_STREAM for modules).
+inline void* const kLegacyStream = reinterpret_cast<void*>(0x1);
 
 class BackendWork {
  public:
@@ -145,6 +154,13 @@ class Backend {
   // Orderly teardown once nothing is in flight: waits for what the backend
   // still owes its peers. Not called after abort().
   virtual void finalize() {}
+
+  // A native split: the new gang's backend made from this one's state, on
+  // every rank of this gang (config.color -1 on a rank that stays out,
+  // which gets null), with nothing of this gang being posted meanwhile.
+  // Throws kUnsupported where the backend has none (the default): gang then
+  // creates the new backend on the members alone.
+  virtual std::unique_ptr<Backend> split(const BackendConfig& config);
 
   // Makes everything in flight, on any thread, end promptly with kAborted,
   // and tells the peers (their operations with this rank fail). Idempotent

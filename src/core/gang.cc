@@ -27,6 +27,7 @@ void Gang::set_stream(void* stream) {
     fail(Status::kUnsupported, "gang_set_cuda_stream: gang \"", name_,
          "\" works on CPU buffers; only a NULL stream is accepted");
   }
+  if (stream == nullptr && caps_->stream_ordered) stream = kLegacyStream;
   stream_.store(stream);
 }
 

@@ -81,8 +81,9 @@ class Gang : public std::enable_shared_from_this<Gang> {
   int root_rank(int rank) const;
   Millis timeout() const { return Millis(timeout_ms_.load()); }
   void set_timeout(Millis timeout) { timeout_ms_.store(timeout.count()); }
-  void* stream() const { return stream_.load(); }
-  // gang_set_cuda_stream: only device gangs take a non-null stream.
+  // gang_set_cuda_stream: only device gangs take a non-null stream. On
+  // them NULL is the legacy default stream (kLegacyStream for the backend);
+  // a gang that set none leaves the backend its own stream.
   void set_stream(void* stream);
   bool supports(ReduceOp op, DType dtype) const;
   // kOk while the gang is healthy, else the status that failed it (also an
@@ -150,6 +151,8 @@ class Gang : public std::enable_shared_from_this<Gang> {
     std::string store_prefix;
     // The parent's own control backend, for a child that needs one too.
     Backend* control_parent = nullptr;
+    // The backend, when a native split already made it.
+    std::unique_ptr<Backend> made;
     bool debug = false;
   };
 
@@ -189,13 +192,19 @@ class Gang : public std::enable_shared_from_this<Gang> {
   void stop_watch();
   void watch();
   [[noreturn]] void throw_failed(const char* api) const;
-  // A gang of `members` (ranks of this gang, this rank among them), named
-  // <name>/<label>, meeting under <store prefix>/<store_label>/. color and
-  // key are passed to the backend for a native split.
-  std::shared_ptr<Gang> make_child(const std::vector<int>& members,
-                                   const std::string& label,
-                                   const std::string& store_label, int color,
-                                   int key);
+  // The setup of a gang of `members` (ranks of this gang, this rank among
+  // them), named <name>/<label>, meeting under <store prefix>/<store_label>/.
+  // color and key are passed to the backend for a native split.
+  Setup child_setup(const std::vector<int>& members, const std::string& label,
+                    const std::string& store_label, int color, int key);
+  std::shared_ptr<Gang> make_child(Setup setup);
+  // gang_split on a backend that may split natively: every rank takes part
+  // (members empty and color -1 for a rank that stays out). *native false:
+  // the backend has none after all, nothing happened, and null is returned;
+  // otherwise the new gang, or null for a rank out of it.
+  std::shared_ptr<Gang> split_natively(const std::vector<int>& members,
+                                       const std::string& label, int color,
+                                       int key, bool* native);
 
   // Identity.
   std::string name_;
@@ -206,7 +215,7 @@ class Gang : public std::enable_shared_from_this<Gang> {
   int device_index_ = -1;
   bool debug_ = false;  // fingerprint every collective
   std::atomic<int64_t> timeout_ms_{0};
-  std::atomic<void*> stream_{nullptr};
+  std::atomic<void*> stream_{nullptr};  // as Operation::stream has it
 
   // Backend and rendezvous.
   std::unique_ptr<Backend> backend_;

@@ -189,7 +189,7 @@ std::shared_ptr<Gang> Gang::make(Setup s) {
     g->recorder_ = std::make_shared<FlightRecorder>(
         recorder_path, g->root_ranks_[static_cast<size_t>(s.rank)]);
   }
-  g->backend_ = s.backend.create(s.config);
+  g->backend_ = s.made ? std::move(s.made) : s.backend.create(s.config);
   g->caps_ = &g->backend_->capabilities();
   g->control_ = g->caps_->host_memory
                     ? std::make_unique<ControlChannel>(g->backend_.get())

@@ -66,8 +66,9 @@ Gang::AxisGangs Gang::split_parallel(const topology::Layout& layout,
           std::find(members.begin(), members.end(), rank_) - members.begin());
       it = made
                .emplace(members,
-                        make_child(members, name, where,
-                                   layout.group_index(axis, rank_), index))
+                        make_child(child_setup(
+                            members, name, where,
+                            layout.group_index(axis, rank_), index)))
                .first;
     }
     out[static_cast<size_t>(a)] = it->second;

@@ -36,7 +36,8 @@ static_assert(sizeof(void*) != 8 ||
                    offsetof(gang_backend_t, name) == 16 &&
                    offsetof(gang_backend_t, flags) == 28 &&
                    offsetof(gang_backend_t, probe) == 32 &&
-                   sizeof(gang_backend_t) == 120),
+                   offsetof(gang_backend_t, split) == 120 &&
+                   sizeof(gang_backend_t) == 128),
               "gang_backend_t has padding");
 static_assert(sizeof(gang_backend_store_t) == 5 * sizeof(void*),
               "gang_backend_store_t has padding");
@@ -482,8 +483,16 @@ class PluginWork final : public BackendWork {
 PluginBackend::PluginBackend(const gang_backend_t* table,
                              std::shared_ptr<void> module,
                              const BackendConfig& config)
+    : PluginBackend(table, std::move(module), config, true) {}
+
+PluginBackend::PluginBackend(const gang_backend_t* table,
+                             std::shared_ptr<void> module,
+                             const BackendConfig& config, bool create)
     : instance_(std::make_shared<Instance>()),
       caps_(capabilities_of(table->flags)) {
+  caps_.native_split =
+      table->struct_size >= offsetof(gang_backend_t, split) + sizeof table->split &&
+      table->split != nullptr;
   Instance& in = *instance_;
   in.table = table;
   in.module = std::move(module);
@@ -517,6 +526,7 @@ PluginBackend::PluginBackend(const gang_backend_t* table,
                                                            : nullptr;
   c.color = config.color;
   c.key = config.key;
+  if (!create) return;
 
   Message m;
   void* handle = nullptr;
@@ -599,6 +609,37 @@ Status PluginBackend::poll_error(std::string* message) {
   }
   if (message != nullptr) *message = str_cat(t->name, ": ", text);
   return status;
+}
+
+std::unique_ptr<Backend> PluginBackend::split(const BackendConfig& config) {
+  const gang_backend_t* t = instance_->table;
+  if (!caps_.native_split) {
+    fail(Status::kUnsupported, t->name, ": the module has no native split");
+  }
+  std::unique_ptr<PluginBackend> child(
+      new PluginBackend(t, instance_->module, config, false));
+  gang_backend_config_t& c = child->instance_->c_config;
+  c.parent = instance_->handle;
+  const bool member = config.color >= 0;
+  if (!member) {
+    c.rank = -1;
+    c.size = 0;
+    c.store = nullptr;
+  }
+  Message m;
+  void* handle = nullptr;
+  check_call(t, "split",
+             t->split(instance_->handle, &c, &handle, m.data(), m.size()), m);
+  if (!member) {
+    if (handle != nullptr) t->destroy(handle);
+    return nullptr;
+  }
+  if (handle == nullptr) {
+    fail(Status::kInternal, t->name,
+         ": split returned GANG_OK without an instance");
+  }
+  child->instance_->handle = handle;
+  return child;
 }
 
 void PluginBackend::finalize() {

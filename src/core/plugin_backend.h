@@ -31,6 +31,7 @@ class PluginBackend final : public Backend {
   BackendWorkPtr post(const Operation& op) override;
   BackendWorkPtr post_group(const std::vector<Operation>& ops) override;
   Status poll_error(std::string* message) override;
+  std::unique_ptr<Backend> split(const BackendConfig& config) override;
   void finalize() override;
   void abort() noexcept override;
 
@@ -44,6 +45,10 @@ class PluginBackend final : public Backend {
   struct Instance;
 
  private:
+  // Fills the instance's config from `config`; create: also runs the
+  // module's create.
+  PluginBackend(const gang_backend_t* table, std::shared_ptr<void> module,
+                const BackendConfig& config, bool create);
   BackendWorkPtr post_ops(const Operation* ops, size_t n);
 
   std::shared_ptr<Instance> instance_;

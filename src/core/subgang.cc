@@ -6,6 +6,7 @@
 
 #include "base/secret.h"
 #include "core/control_channel.h"
+#include "core/executor.h"
 #include "core/gang.h"
 #include "core/log.h"
 #include "store/store.h"
@@ -31,17 +32,63 @@ std::shared_ptr<Gang> Gang::split(int color, int key) {
   });
 
   const uint64_t id = splits_++;
-  if (color < 0) return nullptr;
   std::vector<int> members;
-  for (int r = 0; r < size_; ++r) {
-    if (table[2 * static_cast<size_t>(r)] == color) members.push_back(r);
+  if (color >= 0) {
+    for (int r = 0; r < size_; ++r) {
+      if (table[2 * static_cast<size_t>(r)] == color) members.push_back(r);
+    }
+    std::stable_sort(members.begin(), members.end(), [&](int a, int b) {
+      return table[2 * static_cast<size_t>(a) + 1] <
+             table[2 * static_cast<size_t>(b) + 1];
+    });
   }
-  std::stable_sort(members.begin(), members.end(), [&](int a, int b) {
-    return table[2 * static_cast<size_t>(a) + 1] <
-           table[2 * static_cast<size_t>(b) + 1];
-  });
   const std::string label = str_cat("split", id, ".", color);
-  return make_child(members, label, label, color, key);
+  if (caps_->native_split) {
+    bool native = false;
+    auto child = split_natively(members, label, color, key, &native);
+    if (native) return child;
+  }
+  if (color < 0) return nullptr;
+  return make_child(child_setup(members, label, label, color, key));
+}
+
+std::shared_ptr<Gang> Gang::split_natively(const std::vector<int>& members,
+                                           const std::string& label,
+                                           int color, int key, bool* native) {
+  static const char* const api = "gang_split";
+  *native = false;
+  Setup s;
+  if (color >= 0) {
+    s = child_setup(members, label, label, color, key);
+  } else {
+    s.config.rank = -1;
+    s.config.size = 0;
+    s.config.device_type = device_type_;
+    s.config.device_index = device_index_;
+    s.config.host_id = host_id_;
+    s.config.timeout = timeout();
+    s.config.parent = backend_.get();
+    s.config.color = -1;
+    s.config.key = key;
+  }
+  control(api, [&](Clock::time_point deadline) {
+    // The split takes its place in the parent's operation order: what was
+    // issued before it is posted first.
+    if (!executor_->wait_idle(deadline)) {
+      fail(Status::kTimeout, api, ": earlier operations of gang \"", name_,
+           "\" were still being posted at the timeout");
+    }
+    try {
+      s.made = backend_->split(s.config);
+      *native = true;
+    } catch (const Error& e) {
+      if (e.status() != Status::kUnsupported) throw;
+      GANG_LOG(kInfo, "gang \"", name_, "\": no native split (", e.what(),
+               "); the members create the new gang");
+    }
+  });
+  if (!*native || color < 0) return nullptr;
+  return make_child(std::move(s));
 }
 
 std::shared_ptr<Gang> Gang::create_subgang(const std::vector<int>& ranks) {
@@ -70,7 +117,7 @@ std::shared_ptr<Gang> Gang::create_subgang(const std::vector<int>& ranks) {
     const uint64_t id = splits_++;
     if (index < 0) return nullptr;
     const std::string label = str_cat("sub", id);
-    return make_child(ranks, label, label, 0, index);
+    return make_child(child_setup(ranks, label, label, 0, index));
   }
   // A split whose color is membership and whose key is the list position
   // gives exactly the listed order.
@@ -78,10 +125,10 @@ std::shared_ptr<Gang> Gang::create_subgang(const std::vector<int>& ranks) {
   return child;
 }
 
-std::shared_ptr<Gang> Gang::make_child(const std::vector<int>& members,
-                                       const std::string& label,
-                                       const std::string& store_label,
-                                       int color, int key) {
+Gang::Setup Gang::child_setup(const std::vector<int>& members,
+                              const std::string& label,
+                              const std::string& store_label, int color,
+                              int key) {
   const auto it = std::find(members.begin(), members.end(), rank_);
   const int new_rank = static_cast<int>(it - members.begin());
   const int new_size = static_cast<int>(members.size());
@@ -119,6 +166,12 @@ std::shared_ptr<Gang> Gang::make_child(const std::vector<int>& members,
     const base::Digest d = base::hmac_sha256(secret_, "split " + store_label);
     cfg.secret.assign(d.begin(), d.end());
   }
+  return s;
+}
+
+std::shared_ptr<Gang> Gang::make_child(Setup s) {
+  const int new_rank = s.rank;
+  const int new_size = s.size;
   auto child = make(std::move(s));
   child->stream_.store(stream_.load());
   GANG_LOG(kInfo, "created sub-gang \"", child->name(), "\" rank ", new_rank,

@@ -370,7 +370,21 @@ static int stream_order(int rank, int size, const char* url, void* arg) {
     CHECK(h[i] == (float)(size * (size + 1) / 2), "[%zu] = %g: the all-reduce did not wait for "
           "the copy on the other stream", i, h[i]);
   }
+
+  /* NULL is the legacy default stream, not the gang's own: an all-reduce
+   * issued there waits for a slow copy queued on it. */
+  for (i = 0; i < 64; ++i) h[i] = 0;
+  to_dev(buf, h, sizeof h);
+  for (i = 0; i < 64; ++i) h[i] = (float)(rank + 1);
   CHECK_OK(gang_set_cuda_stream(g, NULL));
+  CHECK(cu.LaunchHostFunc(NULL, slow, NULL) == 0, "host function");
+  CHECK(cu.MemcpyAsync(buf, host, sizeof h, MEMCPY_DEFAULT, NULL) == 0, "copy");
+  CHECK_OK(gang_all_reduce(g, buf, buf, 64, GANG_FLOAT32, GANG_SUM, NULL));
+  to_host(h, buf, sizeof h);
+  for (i = 0; i < 64; ++i) {
+    CHECK(h[i] == (float)(size * (size + 1) / 2), "[%zu] = %g: the all-reduce did not run on "
+          "the legacy default stream", i, h[i]);
+  }
   CHECK_OK(gang_destroy(g));
   cu.StreamDestroy(a);
   cu.StreamDestroy(b);
@@ -408,10 +422,27 @@ static int group(int rank, int size, const char* url, void* arg) {
 
 static void test_group(void** s) { (void)s; run_or_skip(2, group); }
 
+/* ncclCommSplit calls the double made in this process; -1 off the double. */
+static int double_splits(void) {
+  void* lib = dlopen("libnccl.so.2", RTLD_NOW | RTLD_NOLOAD);
+  int (*count)(void) = NULL;
+  int n = -1;
+  if (lib == NULL) return -1;
+  *(void**)&count = dlsym(lib, "gang_nccl_double_splits");
+  if (count != NULL) n = count();
+  dlclose(lib);
+  return n;
+}
+
+/* Two splits of 4 ranks: into halves by parity, then ranks 0-2 with rank 3
+ * staying out (reversed by key). Both natively (ncclCommSplit, which rank 3
+ * joins with no color), or, with an NCCL that lacks it, by new
+ * communicators. */
 static int split(int rank, int size, const char* url, void* arg) {
   gang_t* g = cuda_gang(rank, size, url, 60000);
-  gang_t* half = NULL;
+  gang_t *half = NULL, *three = NULL;
   int32_t x = rank, *d = dalloc(sizeof x);
+  int n;
   (void)arg;
   CHECK(g != NULL && d != NULL, "setup");
   CHECK_OK(gang_split(g, rank % 2, rank, &half));
@@ -421,6 +452,25 @@ static int split(int rank, int size, const char* url, void* arg) {
   CHECK_OK(gang_all_reduce(half, d, d, 1, GANG_INT32, GANG_SUM, NULL));
   to_host(&x, d, sizeof x);
   CHECK(x == (rank % 2 == 0 ? 0 + 2 : 1 + 3), "sum in the half: %d", x);
+
+  CHECK_OK(gang_split(g, rank == 3 ? GANG_COLOR_NONE : 0, -rank, &three));
+  if (rank == 3) {
+    CHECK(three == NULL, "rank 3 is in a gang it stayed out of");
+  } else {
+    CHECK(three != NULL && gang_size(three) == 3 && gang_rank(three) == 2 - rank,
+          "rank %d of the three: %d", rank, three != NULL ? gang_rank(three) : -1);
+    x = 10 * (rank + 1);
+    to_dev(d, &x, sizeof x);
+    CHECK_OK(gang_all_reduce(three, d, d, 1, GANG_INT32, GANG_SUM, NULL));
+    to_host(&x, d, sizeof x);
+    CHECK(x == 60, "sum of the three: %d", x);
+    CHECK_OK(gang_destroy(three));
+  }
+  n = double_splits();
+  if (on_double()) {
+    const int want = getenv("GANG_TEST_NCCL_NO_SPLIT") != NULL ? 0 : 2;
+    CHECK(n == want, "rank %d: %d ncclCommSplit calls, expected %d", rank, n, want);
+  }
   CHECK_OK(gang_destroy(half));
   CHECK_OK(gang_destroy(g));
   return 0;

@@ -277,6 +277,8 @@ bool blocking_of(const ncclConfig_t* c) {
   return c == nullptr || c->blocking == NCCL_CONFIG_UNDEF_INT || c->blocking != 0;
 }
 
+std::atomic<int> splits_made{0};
+
 }  // namespace
 
 extern "C" {
@@ -333,9 +335,15 @@ ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId id, int
   return ncclCommInitRankConfig(comm, nranks, id, rank, nullptr);
 }
 
+// Not NCCL's: how many ncclCommSplit calls this process made, for the
+// tests to tell a native split from the fallback.
+int gang_nccl_double_splits(void) { return splits_made.load(); }
+
+#ifndef GANG_NCCL_DOUBLE_NO_SPLIT
 ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newcomm,
                            ncclConfig_t* config) {
   if (comm == nullptr || newcomm == nullptr) return ncclInvalidArgument;
+  ++splits_made;
   if (color == NCCL_SPLIT_NOCOLOR) {
     // Still collective over the parent: take part without joining.
     gang_t* none = nullptr;
@@ -346,6 +354,7 @@ ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newc
   ncclUniqueId unused{};
   return init(newcomm, 0, unused, 0, comm->s, color, key, blocking_of(config));
 }
+#endif
 
 ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* err) {
   if (comm == nullptr || err == nullptr) return ncclInvalidArgument;

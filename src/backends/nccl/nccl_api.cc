@@ -77,6 +77,7 @@ Loaded load() {
       resolve(nccl, n, "ncclGetLastError", &a.GetLastError, &l.why, true) &&
       resolve(nccl, n, "ncclGetUniqueId", &a.GetUniqueId, &l.why) &&
       resolve(nccl, n, "ncclCommInitRankConfig", &a.CommInitRankConfig, &l.why) &&
+      resolve(nccl, n, "ncclCommSplit", &a.CommSplit, &l.why, true) &&
       resolve(nccl, n, "ncclCommGetAsyncError", &a.CommGetAsyncError, &l.why) &&
       resolve(nccl, n, "ncclCommAbort", &a.CommAbort, &l.why) &&
       resolve(nccl, n, "ncclCommDestroy", &a.CommDestroy, &l.why) &&

@@ -31,6 +31,7 @@ struct Api {
   decltype(&::ncclGetLastError) GetLastError;  // may be null (old NCCL)
   decltype(&::ncclGetUniqueId) GetUniqueId;
   decltype(&::ncclCommInitRankConfig) CommInitRankConfig;
+  decltype(&::ncclCommSplit) CommSplit;  // may be null (NCCL < 2.18)
   decltype(&::ncclCommGetAsyncError) CommGetAsyncError;
   decltype(&::ncclCommAbort) CommAbort;
   decltype(&::ncclCommDestroy) CommDestroy;

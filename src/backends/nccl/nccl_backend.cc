@@ -6,8 +6,8 @@
 //
 // One instance per gang and process: a non-blocking NCCL communicator
 // (ncclConfig_t.blocking = 0; its unique id travels through the gang's
-// store), a stream of its own for gangs that set none, and a watchdog
-// thread. Operations are enqueued on the gang's stream; each post ends with
+// store, or ncclCommSplit of the parent's for a split), a stream of its own
+// for gangs that set none, and a watchdog thread. Operations are enqueued on the gang's stream; each post ends with
 // an event, which the work tests. The watchdog polls the communicator's
 // asynchronous error and every live work's deadline; on an error or a
 // deadline it aborts the communicator and reports the failure (poll_error).
@@ -218,6 +218,56 @@ ncclResult_t settle(Instance& in, ncclComm_t comm, int64_t deadline_ns) {
 
 void destroy(void* backend);
 
+// The part of an instance that create and split share: the device, a stream
+// of its own and the barrier's scratch int. Null with *status and *why set.
+Instance* prepare(const Api* api, const gang_backend_config_t* c, int device, int* status,
+                  std::string* why) {
+  auto* in = new Instance;
+  in->api = api;
+  in->rank = c->rank;
+  in->size = c->size;
+  in->name = c->gang_name;
+  in->device = device;
+  auto fail = [&](int st, const std::string& text) -> Instance* {
+    *status = st;
+    *why = text;
+    destroy(in);
+    return nullptr;
+  };
+  cudaError_t ce = api->SetDevice(in->device);
+  if (ce != cudaSuccess) return fail(GANG_ERR_UNAVAILABLE, cuda_text(*api, "cudaSetDevice", ce));
+  ce = api->StreamCreateWithFlags(&in->own, cudaStreamNonBlocking);
+  if (ce != cudaSuccess) return fail(GANG_ERR_SYSTEM, cuda_text(*api, "cudaStreamCreate", ce));
+  ce = api->Malloc(reinterpret_cast<void**>(&in->scratch), sizeof(int));
+  if (ce != cudaSuccess) return fail(GANG_ERR_NO_MEMORY, cuda_text(*api, "cudaMalloc", ce));
+  return in;
+}
+
+// Waits for the new communicator of a non-blocking init or split (r is
+// what the call returned), then starts the watchdog. GANG_OK, or the error
+// with the instance destroyed.
+gang_status_t commit(Instance* in, ncclResult_t r, const char* call, int64_t timeout_ms,
+                     char* err, size_t err_len) {
+  const Api& api = *in->api;
+  if (r == ncclSuccess || r == ncclInProgress) {
+    r = settle(*in, in->comm, now_ns() + timeout_ms * 1000000);
+  }
+  if (r != ncclSuccess) {
+    if (in->comm != nullptr) {
+      api.CommAbort(in->comm);
+      in->comm_gone = true;
+    }
+    say(err, err_len,
+        r == ncclInProgress ? "the communicator was not ready before the timeout (" +
+                                  std::to_string(timeout_ms) + " ms)"
+                            : nccl_text(api, call, r));
+    destroy(in);
+    return r == ncclInProgress ? GANG_ERR_TIMEOUT : static_cast<gang_status_t>(status_of(r));
+  }
+  in->watchdog = std::thread([in] { in->watch(); });
+  return GANG_OK;
+}
+
 gang_status_t create(const gang_backend_config_t* c, void** out, char* err, size_t err_len) {
   std::string why;
   const Api* api = load_api(&why);
@@ -230,74 +280,109 @@ gang_status_t create(const gang_backend_config_t* c, void** out, char* err, size
     say(err, err_len, "no CUDA device is visible");
     return GANG_ERR_UNAVAILABLE;
   }
-  auto* in = new Instance;
-  in->api = api;
-  in->rank = c->rank;
-  in->size = c->size;
-  in->name = c->gang_name;
   // device_index -1: local_rank % visible devices; a split keeps its
   // parent's device.
   const int local = c->local_rank >= 0 ? c->local_rank : c->rank;
-  in->device = c->device_index >= 0 ? c->device_index : local % count;
-  if (c->parent != nullptr) in->device = static_cast<Instance*>(c->parent)->device;
-  const int64_t deadline = now_ns() + c->timeout_ms * 1000000;
-  auto fail = [&](int status, const std::string& text) {
+  int device = c->device_index >= 0 ? c->device_index : local % count;
+  if (c->parent != nullptr) device = static_cast<Instance*>(c->parent)->device;
+  if (device >= count) {
+    say(err, err_len,
+        "device " + std::to_string(device) + " of " + std::to_string(count) +
+            " visible does not exist");
+    return GANG_ERR_UNAVAILABLE;
+  }
+  if (c->size > 1 && c->store == nullptr) {
+    say(err, err_len, "no store to meet through");
+    return GANG_ERR_INTERNAL;
+  }
+  int status = GANG_OK;
+  Instance* in = prepare(api, c, device, &status, &why);
+  if (in == nullptr) {
+    say(err, err_len, why);
+    return static_cast<gang_status_t>(status);
+  }
+  auto fail = [&](int st, const std::string& text) {
     say(err, err_len, text);
     destroy(in);
-    return static_cast<gang_status_t>(status);
+    return static_cast<gang_status_t>(st);
   };
-  if (in->device >= count) {
-    return fail(GANG_ERR_UNAVAILABLE, "device " + std::to_string(in->device) + " of " +
-                                          std::to_string(count) + " visible does not exist");
-  }
-  cudaError_t ce = api->SetDevice(in->device);
-  if (ce != cudaSuccess) return fail(GANG_ERR_UNAVAILABLE, cuda_text(*api, "cudaSetDevice", ce));
-  ce = api->StreamCreateWithFlags(&in->own, cudaStreamNonBlocking);
-  if (ce != cudaSuccess) return fail(GANG_ERR_SYSTEM, cuda_text(*api, "cudaStreamCreate", ce));
-  ce = api->Malloc(reinterpret_cast<void**>(&in->scratch), sizeof(int));
-  if (ce != cudaSuccess) return fail(GANG_ERR_NO_MEMORY, cuda_text(*api, "cudaMalloc", ce));
 
   // The unique id: made by rank 0, read by the others from the store.
   ncclUniqueId id;
   std::memset(&id, 0, sizeof id);
   char e[512];
-  if (c->size > 1 && c->store == nullptr) {
-    return fail(GANG_ERR_INTERNAL, "no store to meet through");
-  }
   if (c->rank == 0) {
     const ncclResult_t r = api->GetUniqueId(&id);
     if (r != ncclSuccess) return fail(GANG_ERR_SYSTEM, nccl_text(*api, "ncclGetUniqueId", r));
     if (c->size > 1) {
-      const gang_status_t s = c->store->set(c->store->ctx, "nccl_id", &id, sizeof id, e, sizeof e);
-      if (s != GANG_OK) return fail(s, std::string("publishing the unique id: ") + e);
+      const gang_status_t st = c->store->set(c->store->ctx, "nccl_id", &id, sizeof id, e, sizeof e);
+      if (st != GANG_OK) return fail(st, std::string("publishing the unique id: ") + e);
     }
   } else {
     void* data = nullptr;
     size_t len = 0;
-    const gang_status_t s = c->store->get(c->store->ctx, "nccl_id", -1, &data, &len, e, sizeof e);
-    if (s != GANG_OK) return fail(s, std::string("reading rank 0's unique id: ") + e);
+    const gang_status_t st = c->store->get(c->store->ctx, "nccl_id", -1, &data, &len, e, sizeof e);
+    if (st != GANG_OK) return fail(st, std::string("reading rank 0's unique id: ") + e);
     if (len == sizeof id) std::memcpy(&id, data, sizeof id);
     std::free(data);
     if (len != sizeof id) return fail(GANG_ERR_STORE, "rank 0's unique id has a wrong size");
   }
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
   config.blocking = 0;
-  ncclResult_t r = api->CommInitRankConfig(&in->comm, c->size, id, c->rank, &config);
-  if (r == ncclSuccess || r == ncclInProgress) r = settle(*in, in->comm, deadline);
-  if (r != ncclSuccess) {
-    if (in->comm != nullptr) {
-      api->CommAbort(in->comm);
-      in->comm_gone = true;
-    }
-    if (r == ncclInProgress) {
-      return fail(GANG_ERR_TIMEOUT, "the communicator was not ready before the timeout (" +
-                                        std::to_string(c->timeout_ms) + " ms)");
-    }
-    return fail(status_of(r), nccl_text(*api, "ncclCommInitRankConfig", r));
+  const ncclResult_t r = api->CommInitRankConfig(&in->comm, c->size, id, c->rank, &config);
+  const gang_status_t st = commit(in, r, "ncclCommInitRankConfig", c->timeout_ms, err, err_len);
+  if (st == GANG_OK) *out = in;
+  return st;
+}
+
+// ncclCommSplit, on every rank of the parent (NCCL_SPLIT_NOCOLOR for a rank
+// that stays out). The parent's operations are all enqueued by now, and the
+// watchdog is the only other user of its communicator.
+gang_status_t split(void* parent, const gang_backend_config_t* c, void** out, char* err,
+                    size_t err_len) {
+  auto& p = *static_cast<Instance*>(parent);
+  const Api* api = p.api;
+  if (api->CommSplit == nullptr) {
+    say(err, err_len,
+        "this NCCL (" + std::to_string(api->nccl_version) + ") has no ncclCommSplit");
+    return GANG_ERR_UNSUPPORTED;
   }
-  in->watchdog = std::thread([in] { in->watch(); });
-  *out = in;
-  return GANG_OK;
+  if (p.aborted.load()) {
+    say(err, err_len, "the parent gang was aborted");
+    return GANG_ERR_ABORTED;
+  }
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 0;
+  if (c->color < 0) {
+    ncclComm_t none = nullptr;
+    ncclResult_t r;
+    {
+      std::lock_guard<std::mutex> lock(p.comm_mu);
+      r = api->CommSplit(p.comm, NCCL_SPLIT_NOCOLOR, c->key, &none, &config);
+    }
+    if (r == ncclSuccess || r == ncclInProgress) {
+      r = settle(p, p.comm, now_ns() + c->timeout_ms * 1000000);
+    }
+    if (r == ncclSuccess) return GANG_OK;
+    say(err, err_len, r == ncclInProgress ? std::string("ncclCommSplit did not finish in time")
+                                          : nccl_text(*api, "ncclCommSplit", r));
+    return r == ncclInProgress ? GANG_ERR_TIMEOUT : static_cast<gang_status_t>(status_of(r));
+  }
+  int status = GANG_OK;
+  std::string why;
+  Instance* in = prepare(api, c, p.device, &status, &why);
+  if (in == nullptr) {
+    say(err, err_len, why);
+    return static_cast<gang_status_t>(status);
+  }
+  ncclResult_t r;
+  {
+    std::lock_guard<std::mutex> lock(p.comm_mu);
+    r = api->CommSplit(p.comm, c->color, c->key, &in->comm, &config);
+  }
+  const gang_status_t st = commit(in, r, "ncclCommSplit", c->timeout_ms, err, err_len);
+  if (st == GANG_OK) *out = in;
+  return st;
 }
 
 void destroy(void* backend) {
@@ -441,6 +526,8 @@ gang_status_t post(void* backend, const gang_backend_op_t* ops, size_t nops, voi
     return static_cast<gang_status_t>(st);
   }
   const gang_backend_op_t& first = *gang_backend_op_at(ops, 0);
+  // The user's stream (GANG_BACKEND_LEGACY_STREAM is cudaStreamLegacy), or
+  // the instance's own when the gang set none.
   cudaStream_t s = first.stream != nullptr ? static_cast<cudaStream_t>(first.stream) : in.own;
   for (size_t i = 0; i < nops; ++i) {
     const auto& o = *gang_backend_op_at(ops, i);
@@ -633,6 +720,7 @@ const gang_backend_t kTable = {
     poll_error,
     finalize,
     abort_instance,
+    split,
 };
 
 }  // namespace
