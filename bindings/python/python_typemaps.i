@@ -139,9 +139,23 @@ static int gang_py_get_buffer(PyObject* obj, int flags, Py_buffer* view,
 }
 %}
 
+/* Element buffers: as above, or an int (gang._buffers.DeviceView), the
+ * address of device memory read from a __cuda_array_interface__ (the
+ * package checked it; capi is private). */
+%fragment("gang_py_elements", "header", fragment="gang_py_buffers") %{
+static int gang_py_get_elements(PyObject* obj, int flags, Py_buffer* view,
+                                void** data) {
+  if (PyLong_Check(obj) && !PyBool_Check(obj)) {
+    *data = PyLong_AsVoidPtr(obj);
+    return *data == NULL && PyErr_Occurred() ? -1 : 0;
+  }
+  return gang_py_get_buffer(obj, flags, view, data);
+}
+%}
+
 /* const void* (send, and send's buf): any C-contiguous buffer, or None. */
-%typemap(in, fragment="gang_py_buffers") const void* (Py_buffer view, int held = 0) %{
-  held = gang_py_get_buffer($input, PyBUF_SIMPLE, &view, (void**)&$1);
+%typemap(in, fragment="gang_py_elements") const void* (Py_buffer view, int held = 0) %{
+  held = gang_py_get_elements($input, PyBUF_SIMPLE, &view, (void**)&$1);
   if (held < 0) SWIG_fail;
 %}
 %typemap(freearg) const void* %{
@@ -150,8 +164,8 @@ static int gang_py_get_buffer(PyObject* obj, int flags, Py_buffer* view,
 
 /* void* (recv, broadcast's and recv's buf): a writable C-contiguous buffer,
  * or None. */
-%typemap(in, fragment="gang_py_buffers") void* (Py_buffer view, int held = 0) %{
-  held = gang_py_get_buffer($input, PyBUF_WRITABLE, &view, &$1);
+%typemap(in, fragment="gang_py_elements") void* (Py_buffer view, int held = 0) %{
+  held = gang_py_get_elements($input, PyBUF_WRITABLE, &view, &$1);
   if (held < 0) SWIG_fail;
 %}
 %typemap(freearg) void* %{

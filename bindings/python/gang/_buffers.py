@@ -4,6 +4,10 @@ Any object with the buffer protocol works: numpy arrays, bytearray,
 array.array, memoryview. The dtype comes from the buffer's format character;
 16-bit floats whose type Python lacks (bfloat16, or float16 without numpy)
 travel as uint16/int16 views with an explicit ``dtype=``.
+
+On a CUDA gang, buffers are device memory described by
+``__cuda_array_interface__`` (torch CUDA tensors, CuPy and Numba arrays):
+gang takes the address, dtype and shape from it, without copies.
 """
 
 import array
@@ -108,13 +112,83 @@ def as_dtype(dtype) -> DType:
         raise TypeError(f"unknown dtype {dtype!r}{_HINT}") from None
 
 
-def view(obj, *, writable: bool = False, dtype=None, what: str = "x"):
-    """Borrows obj as a buffer: returns (memoryview, DType, element count).
+class DeviceView(int):
+    """Device memory as view() returns it for a CUDA gang: the address (an
+    int, which capi takes as the pointer) with the interface's shape."""
+
+    @property
+    def nbytes(self) -> int:
+        return self.count * self.itemsize
+
+
+def _typestr_dtype(typestr: str):
+    """The DType of a __cuda_array_interface__ typestr ("<f4"); None if none."""
+    order, kind, size = typestr[:1], typestr[1:2], typestr[2:]
+    if order not in "<|=" or not size.isdigit() or sys.byteorder != "little":
+        return None
+    return _BY_KIND.get((kind, int(size)))
+
+
+def _device_view(obj, writable: bool, dtype, what: str) -> tuple:
+    """(DeviceView, DType, count) of an object with __cuda_array_interface__."""
+    cai = obj.__cuda_array_interface__
+    shape = tuple(int(n) for n in cai["shape"])
+    typestr = cai["typestr"]
+    address, readonly = cai["data"]
+    count = 1
+    for n in shape:
+        count *= n
+    itemsize = int(typestr[2:]) if typestr[2:].isdigit() else 0
+    strides = cai.get("strides")
+    if strides is not None and count > 1:
+        want, step = [], itemsize
+        for n in reversed(shape):
+            want.append(step)
+            step *= n
+        if tuple(strides) != tuple(reversed(want)):
+            raise ValueError(f"{what} must be C-contiguous (use .contiguous())")
+    if cai.get("mask") is not None:
+        raise ValueError(f"{what}: masked device arrays are not supported")
+    if writable and readonly:
+        raise ValueError(f"{what} is read-only; gang writes into it")
+    natural = _typestr_dtype(typestr)
+    if dtype is None:
+        if natural is None:
+            raise TypeError(f"{what}: device typestr {typestr!r} has no gang dtype{_HINT}")
+        dt = natural
+    else:
+        dt = as_dtype(dtype)
+        if natural is not dt and not (itemsize == dt.itemsize == 2 and typestr[1:2] in "iu"):
+            raise TypeError(f"{what}: dtype {dt.name.lower()} does not match the device "
+                            f"typestr {typestr!r}")
+    dv = DeviceView(address or 0)
+    dv.shape, dv.count, dv.itemsize = shape, count, itemsize
+    return dv, dt, count
+
+
+def view(obj, *, writable: bool = False, dtype=None, what: str = "x", device: bool = False):
+    """Borrows obj as a buffer: returns (memoryview, DType, element count),
+    or with ``device`` (a CUDA gang) (DeviceView, DType, element count) of
+    an object with ``__cuda_array_interface__``.
 
     Raises TypeError for an object without the buffer protocol or with no
-    matching gang dtype (or one that differs from ``dtype``), ValueError for
-    a buffer that is not C-contiguous, or read-only where ``writable``.
+    matching gang dtype (or one that differs from ``dtype``), or memory of
+    the wrong side (host for a CUDA gang, device for a CPU gang);
+    ValueError for a buffer that is not C-contiguous, or read-only where
+    ``writable``.
     """
+    on_device = hasattr(obj, "__cuda_array_interface__")
+    if device != on_device:
+        if device:
+            raise TypeError(
+                f"{what}: a CUDA gang needs device memory (an object with "
+                f"__cuda_array_interface__, such as a torch CUDA tensor), got "
+                f"{type(obj).__name__}"
+            )
+        raise TypeError(f"{what}: device memory on a CPU gang; copy it to the host first "
+                        f"(or create the gang with device='cuda')")
+    if device:
+        return _device_view(obj, writable, dtype, what)
     try:
         mv = memoryview(obj)
     except TypeError:
@@ -139,7 +213,7 @@ def view(obj, *, writable: bool = False, dtype=None, what: str = "x"):
     return mv, dt, mv.nbytes // mv.itemsize
 
 
-def shape_of(mv: memoryview) -> tuple:
+def shape_of(mv) -> tuple:
     """The buffer's shape; () for a scalar."""
     return tuple(mv.shape or ())
 
@@ -152,6 +226,9 @@ def new_like(obj, mv: memoryview, shape: tuple):
     array typecode, else a memoryview over a bytearray (or, for formats
     memoryview cannot cast to, such as 'e', a numpy array).
     """
+    if isinstance(mv, DeviceView):
+        raise TypeError("gang cannot allocate device memory: pass the output buffer "
+                        "(out=...) on a CUDA gang")
     if _np is not None and isinstance(obj, _np.ndarray):
         return _np.empty(shape, dtype=obj.dtype)
     count = 1
@@ -172,6 +249,10 @@ def rows(obj, mv: memoryview) -> tuple:
     """(leading dimension, elements per row) of a buffer, used by the
     variable-size collectives; a flat or scalar buffer has 1-element rows."""
     shape = shape_of(mv)
+    if isinstance(mv, DeviceView):
+        if len(shape) <= 1:
+            return mv.count, 1
+        return shape[0], mv.count // shape[0] if shape[0] else 0
     if len(shape) <= 1 or not (_np is not None and isinstance(obj, _np.ndarray)):
         count = mv.nbytes // mv.itemsize if mv.itemsize else 0
         return count, 1

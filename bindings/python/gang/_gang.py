@@ -130,7 +130,28 @@ class Gang:
         self._owner = owner
         self._rank = capi.gang_rank(handle)
         self._size = capi.gang_size(handle)
+        self._cuda = capi.gang_device_type(handle) != capi.GANG_DEVICE_CPU
         self._ranks = None
+
+    def set_cuda_stream(self, stream) -> None:
+        """Orders this CUDA gang's operations on `stream`: a torch or CuPy
+        stream (its ``cuda_stream`` or ``ptr``), a cudaStream_t as an int,
+        or None for the legacy default stream. Without a call the gang uses
+        a stream of its own. A CPU gang takes None only."""
+        if stream is not None and not isinstance(stream, int):
+            handle = getattr(stream, "cuda_stream", None)
+            if handle is None:
+                handle = getattr(stream, "ptr", None)
+            if not isinstance(handle, int):
+                raise TypeError(f"stream: expected a CUDA stream, an int or None, got "
+                                f"{type(stream).__name__}")
+            stream = handle
+        capi.gang_set_cuda_stream(self._h, stream if stream else None)
+
+    def _view(self, obj, **kw):
+        """view() of obj for this gang: host buffers on a CPU gang, device
+        memory (``__cuda_array_interface__``) on a CUDA gang."""
+        return view(obj, device=self._cuda, **kw)
 
     # ---- identity -------------------------------------------------------
 
@@ -271,34 +292,34 @@ class Gang:
 
     def all_reduce(self, x, op=ReduceOperation.SUM, *, dtype=None, async_op=False):
         """Reduces x over every rank, in place; returns x."""
-        mv, dt, n = view(x, writable=True, dtype=dtype)
+        mv, dt, n = self._view(x, writable=True, dtype=dtype)
         return _done(capi.gang_all_reduce(self._h, mv, mv, n, dt, op, async_op), x, mv)
 
     def reduce(self, x, op=ReduceOperation.SUM, dst=0, *, dtype=None, async_op=False):
         """Reduces x over every rank into x at rank dst (other ranks' x is
         left alone); returns x."""
         at_dst = self._rank == dst
-        mv, dt, n = view(x, writable=at_dst, dtype=dtype)
+        mv, dt, n = self._view(x, writable=at_dst, dtype=dtype)
         work = capi.gang_reduce(self._h, mv, mv if at_dst else None, n, dt, op, dst, async_op)
         return _done(work, x, mv)
 
     def broadcast(self, x, source_rank=0, *, dtype=None, async_op=False):
         """Copies source_rank's x into every rank's x; returns x."""
-        mv, dt, n = view(x, writable=True, dtype=dtype)
+        mv, dt, n = self._view(x, writable=True, dtype=dtype)
         return _done(capi.gang_broadcast(self._h, mv, n, dt, source_rank, async_op), x, mv)
 
     def all_gather(self, out, x, *, dtype=None, async_op=False):
         """out (size times x's elements) = every rank's x in rank order;
         returns out."""
-        xv, dt, n = view(x, dtype=dtype)
-        ov, odt, m = view(out, writable=True, dtype=dtype, what="out")
+        xv, dt, n = self._view(x, dtype=dtype)
+        ov, odt, m = self._view(out, writable=True, dtype=dtype, what="out")
         _check_dtypes("out", dt, odt)
         _check_count("out", m, n * self._size)
         return _done(capi.gang_all_gather(self._h, xv, ov, n, dt, async_op), out, xv, ov)
 
     def all_gather_to_list(self, x, *, dtype=None) -> list:
         """Every rank's x, in rank order, as a list of new buffers."""
-        xv, _, n = view(x, dtype=dtype)
+        xv, _, n = self._view(x, dtype=dtype)
         out = new_like(x, xv, (self._size,) + shape_of(xv))
         self.all_gather(out, x, dtype=dtype)
         if _np is not None and isinstance(out, _np.ndarray):
@@ -315,7 +336,7 @@ class Gang:
         """Every rank's x concatenated along the first dimension, ranks
         contributing different numbers of rows (sizes[r] rows from rank r;
         learned with one extra all-gather when None). Returns out."""
-        xv, dt, _ = view(x, dtype=dtype)
+        xv, dt, _ = self._view(x, dtype=dtype)
         nrows, per_row = rows(x, xv)
         sizes = self._gather_rows(nrows) if sizes is None else list(sizes)
         if len(sizes) != self._size or sizes[self._rank] != nrows:
@@ -323,7 +344,7 @@ class Gang:
                              f"this rank's being {nrows}")
         if out is None:
             out = new_like(x, xv, _rows_shape(x, sum(sizes), per_row))
-        ov, odt, m = view(out, writable=True, dtype=dtype, what="out")
+        ov, odt, m = self._view(out, writable=True, dtype=dtype, what="out")
         _check_dtypes("out", dt, odt)
         counts = [s * per_row for s in sizes]
         _check_count("out", m, sum(counts))
@@ -333,12 +354,12 @@ class Gang:
     def gather(self, x, dst=0, *, out=None, dtype=None, async_op=False):
         """At rank dst, every rank's x stacked in rank order (returned);
         None on the other ranks."""
-        xv, dt, n = view(x, dtype=dtype)
+        xv, dt, n = self._view(x, dtype=dtype)
         ov = None
         if self._rank == dst:
             if out is None:
                 out = new_like(x, xv, (self._size,) + shape_of(xv))
-            ov, odt, m = view(out, writable=True, dtype=dtype, what="out")
+            ov, odt, m = self._view(out, writable=True, dtype=dtype, what="out")
             _check_dtypes("out", dt, odt)
             _check_count("out", m, n * self._size)
         else:
@@ -349,10 +370,10 @@ class Gang:
     def scatter(self, out, x=None, src=0, *, dtype=None, async_op=False):
         """Rank r's out = chunk r of x at rank src (size chunks of out's
         elements; x is ignored elsewhere). Returns out."""
-        ov, dt, n = view(out, writable=True, dtype=dtype, what="out")
+        ov, dt, n = self._view(out, writable=True, dtype=dtype, what="out")
         xv = None
         if self._rank == src:
-            xv, xdt, m = view(x, dtype=dtype)
+            xv, xdt, m = self._view(x, dtype=dtype)
             _check_dtypes("x", dt, xdt)
             _check_count("x", m, n * self._size)
         return _done(capi.gang_scatter(self._h, xv, ov, n, dt, src, async_op), out, xv, ov)
@@ -361,14 +382,14 @@ class Gang:
                        async_op=False):
         """Reduces x over every rank and gives rank r chunk r (x's first
         dimension split in size equal parts). Returns out."""
-        xv, dt, _ = view(x, dtype=dtype)
+        xv, dt, _ = self._view(x, dtype=dtype)
         nrows, per_row = rows(x, xv)
         if nrows % self._size:
             raise ValueError(f"x has {nrows} rows, not a multiple of the gang size {self._size}")
         chunk = nrows // self._size
         if out is None:
             out = new_like(x, xv, _rows_shape(x, chunk, per_row))
-        ov, odt, m = view(out, writable=True, dtype=dtype, what="out")
+        ov, odt, m = self._view(out, writable=True, dtype=dtype, what="out")
         _check_dtypes("out", dt, odt)
         _check_count("out", m, chunk * per_row)
         work = capi.gang_reduce_scatter(self._h, xv, ov, chunk * per_row, dt, op, async_op)
@@ -377,7 +398,7 @@ class Gang:
     def reduce_scatterv(self, x, sizes, op=ReduceOperation.SUM, *, out=None, dtype=None,
                         async_op=False):
         """Like reduce_scatter with chunk r of sizes[r] rows. Returns out."""
-        xv, dt, _ = view(x, dtype=dtype)
+        xv, dt, _ = self._view(x, dtype=dtype)
         nrows, per_row = rows(x, xv)
         sizes = list(sizes)
         if len(sizes) != self._size or sum(sizes) != nrows:
@@ -385,7 +406,7 @@ class Gang:
                              f"to x's {nrows} rows")
         if out is None:
             out = new_like(x, xv, _rows_shape(x, sizes[self._rank], per_row))
-        ov, odt, m = view(out, writable=True, dtype=dtype, what="out")
+        ov, odt, m = self._view(out, writable=True, dtype=dtype, what="out")
         _check_dtypes("out", dt, odt)
         counts = [s * per_row for s in sizes]
         _check_count("out", m, counts[self._rank])
@@ -395,8 +416,8 @@ class Gang:
     def all_to_all(self, out, x, *, dtype=None, async_op=False):
         """Chunk p of x (size equal chunks) goes to rank p, arriving as
         chunk `rank` of its out. Returns out."""
-        xv, dt, n = view(x, dtype=dtype)
-        ov, odt, m = view(out, writable=True, dtype=dtype, what="out")
+        xv, dt, n = self._view(x, dtype=dtype)
+        ov, odt, m = self._view(out, writable=True, dtype=dtype, what="out")
         _check_dtypes("out", dt, odt)
         if n % self._size:
             raise ValueError(f"x has {n} elements, not a multiple of the gang size {self._size}")
@@ -408,7 +429,7 @@ class Gang:
                     async_op=False):
         """send_sizes[p] rows of x go to rank p; recv_sizes[p] rows arrive
         from rank p, packed in rank order into out (returned)."""
-        xv, dt, _ = view(x, dtype=dtype)
+        xv, dt, _ = self._view(x, dtype=dtype)
         nrows, per_row = rows(x, xv)
         send_sizes, recv_sizes = list(send_sizes), list(recv_sizes)
         if len(send_sizes) != self._size or len(recv_sizes) != self._size:
@@ -417,7 +438,7 @@ class Gang:
             raise ValueError(f"send_sizes add up to {sum(send_sizes)} rows, x has {nrows}")
         if out is None:
             out = new_like(x, xv, _rows_shape(x, sum(recv_sizes), per_row))
-        ov, odt, m = view(out, writable=True, dtype=dtype, what="out")
+        ov, odt, m = self._view(out, writable=True, dtype=dtype, what="out")
         _check_dtypes("out", dt, odt)
         _check_count("out", m, sum(recv_sizes) * per_row)
         work = capi.gang_all_to_allv(self._h, xv, [s * per_row for s in send_sizes], ov,
@@ -426,14 +447,14 @@ class Gang:
 
     def send(self, x, dst=None, tag=0, *, dtype=None, async_op=False):
         """Sends x to rank dst (default: the next rank) with a tag."""
-        mv, dt, n = view(x, dtype=dtype)
+        mv, dt, n = self._view(x, dtype=dtype)
         dst = (self._rank + 1) % self._size if dst is None else dst
         return _done(capi.gang_send(self._h, mv, n, dt, dst, tag, async_op), None, mv)
 
     def recv(self, out, src=None, tag=0, *, dtype=None, async_op=False):
         """Receives into out from rank src (default: the previous rank);
         out's size and dtype must equal the sender's. Returns out."""
-        mv, dt, n = view(out, writable=True, dtype=dtype, what="out")
+        mv, dt, n = self._view(out, writable=True, dtype=dtype, what="out")
         src = (self._rank - 1) % self._size if src is None else src
         return _done(capi.gang_recv(self._h, mv, n, dt, src, tag, async_op), out, mv)
 
@@ -506,7 +527,9 @@ class Gang:
         if self._rank == src:
             metadata, arrays = [], []
             for key, value in tensor_dict.items():
-                if _np is not None and isinstance(value, _np.ndarray):
+                # A CUDA gang's collectives take device memory: host arrays
+                # travel pickled with the metadata there.
+                if _np is not None and isinstance(value, _np.ndarray) and not self._cuda:
                     a = _np.ascontiguousarray(value)
                     if not a.flags.writeable:
                         a = a.copy()
