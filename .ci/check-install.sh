@@ -26,7 +26,7 @@ libso=$(find "$prefix" -name 'libgang.so.[0-9]*' -type f -print -quit)
 [ -n "$libso" ] || fail "no libgang.so.* under $prefix"
 
 # ---- the exported symbols -----------------------------------------------------
-# nm lists the version node (GANG_0) as an absolute symbol; everything else
+# nm lists the version nodes (GANG_0.1, ...) as absolute symbols; everything else
 # must be a gang_ or gangs_ function.
 bad=$(nm -D --defined-only "$libso" | awk '$2 != "A" { print $3 }' |
         sed 's/@.*//' | grep -Ev '^gangs?_' || true)
@@ -128,4 +128,48 @@ if [ -z "$loaded" ] ||
    [ "$(dirname "$(realpath "$loaded")")" != "$(realpath "$libdir")" ]; then
   fail "the program loaded libgang from '${loaded}', not from $libdir"
 fi
+# ---- static: pkg-config --static against libgang.a -------------------------
+if [ -f "$libdir/libgang.a" ]; then
+  sflags=$(pkg-config --static --cflags --libs gang) || fail "pkg-config --static"
+  # shellcheck disable=SC2086
+  (cd "$work" && $cc -std=c99 -Wall -Werror prog.c -o prog-static $cflags \
+     "$libdir/libgang.a" $(pkg-config --static --libs-only-l gang | sed 's/-lgang //')) ||
+    fail "linking a C program against libgang.a with pkg-config --static ($sflags)"
+  ldd "$work/prog-static" | grep -q libgang && fail "prog-static still loads libgang.so"
+  timeout 120 "$work/prog-static" "file://$work/store-static" ||
+    fail "the 3-rank program linked with libgang.a"
+  echo "check-install: libgang.a: a static C program ran 3 ranks"
+else
+  fail "no libgang.a under $libdir"
+fi
+
+# ---- CMake: find_package(Gang) from the install -----------------------------
+cmakedir=$(find "$prefix" -name GangConfig.cmake -printf '%h\n' -quit)
+[ -n "$cmakedir" ] || fail "no GangConfig.cmake under $prefix"
+mkdir -p "$work/cmake-consumer"
+cp "$work/prog.c" "$work/cmake-consumer/"
+cat >"$work/cmake-consumer/CMakeLists.txt" <<'CML'
+cmake_minimum_required(VERSION 3.18)
+project(consumer C)
+find_package(Gang 0.1 REQUIRED)
+add_executable(prog prog.c)
+target_link_libraries(prog PRIVATE Gang::gang)
+add_executable(prog-static prog.c)
+target_link_libraries(prog-static PRIVATE Gang::gang_static)
+CML
+# The prefix is moved first: the package must be relocatable.
+mv "$prefix" "$work/moved"
+prefix=$work/moved
+cmakedir=$(find "$prefix" -name GangConfig.cmake -printf '%h\n' -quit)
+cmake -S "$work/cmake-consumer" -B "$work/cmake-consumer/build" \
+  -DCMAKE_PREFIX_PATH="$prefix" >"$work/cmake.log" 2>&1 ||
+  { cat "$work/cmake.log"; fail "configuring a CMake consumer with find_package(Gang)"; }
+cmake --build "$work/cmake-consumer/build" >>"$work/cmake.log" 2>&1 ||
+  { cat "$work/cmake.log"; fail "building the CMake consumer"; }
+LD_LIBRARY_PATH=$(dirname "$cmakedir")/.. timeout 120 \
+  "$work/cmake-consumer/build/prog" "file://$work/store-cmake" ||
+  fail "the CMake consumer (Gang::gang)"
+timeout 120 "$work/cmake-consumer/build/prog-static" "file://$work/store-cmake-static" ||
+  fail "the CMake consumer (Gang::gang_static)"
+echo "check-install: find_package(Gang) from a moved prefix: Gang::gang and Gang::gang_static ran 3 ranks"
 echo "check-install: OK"

@@ -14,6 +14,8 @@ packages=(
   iproute2                           # `ip`, used by network-interface tests
   redis-server                       # redis:// store tests (unit.redis_store)
   python3-torch                      # torchrun interop test (multiproc.torchrun)
+  gcc-multilib                       # abi.struct_layout_32: the public structs on 32-bit
+  abigail-tools                      # abi.gate: abidw/abidiff against the baseline
   clang-14 libclang-rt-14-dev llvm-14  # libFuzzer (tests/fuzz): compiler, its
                                      # fuzzer/sanitizer runtimes (only
                                      # recommended by clang-14), symbolizer
