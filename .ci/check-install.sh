@@ -143,6 +143,47 @@ else
   fail "no libgang.a under $libdir"
 fi
 
+# ---- Python: the installed package, and a wheel in a fresh venv ----------------
+py=/usr/bin/python3
+capi=$(find "$prefix" -name '_capi*.so' -print -quit)
+[ -n "$capi" ] || fail "no Python extension under $prefix"
+pysite=$(dirname "$(dirname "$capi")")
+(cd "$work" && PYTHONPATH=$pysite $py - "$libdir" <<'PY') || fail "importing the installed Python package"
+import os, sys
+import numpy as np
+import gang
+g = gang.FakeGang(0, 3)
+x = np.ones(4, np.float32)
+g.all_reduce(x)
+assert (x == 3).all(), x
+maps = open("/proc/self/maps").read()
+lib = [l.split()[-1] for l in maps.splitlines() if "libgang.so" in l][0]
+assert os.path.dirname(os.path.realpath(lib)) == os.path.realpath(sys.argv[1]), lib
+print(f"check-install: python: import gang from {os.path.dirname(gang.__file__)}, libgang from {lib}")
+PY
+
+if $py -c "import build, setuptools, wheel, venv" 2>/dev/null; then
+  # Built from a copy: setuptools writes build/ and *.egg-info beside setup.py.
+  mkdir -p "$work/wheel-src/bindings"
+  cp -r "$root/bindings/python" "$root/bindings/swig" "$work/wheel-src/bindings/"
+  rm -rf "$work/wheel-src/bindings/python/tests"
+  (cd "$work/wheel-src/bindings/python" &&
+   PKG_CONFIG_PATH=$pcdir $py -m build --no-isolation --wheel --outdir "$work/dist" . \
+     >"$work/wheel.log" 2>&1) || { tail -30 "$work/wheel.log"; fail "building the wheel"; }
+  wheel=$(ls "$work"/dist/gang-*.whl)
+  $py -m venv --system-site-packages "$work/venv"
+  "$work/venv/bin/pip" install -q --no-index "$wheel" || fail "pip install $wheel"
+  vlib=$("$work/venv/bin/python" -c \
+    "import gang, os; print(os.path.join(os.path.dirname(gang.__file__), 'libgang.so.0'))")
+  case "$vlib" in "$work/venv/"*) ;; *) fail "the venv imported gang from $vlib" ;; esac
+  (cd "$work" && GANG_TEST_LIBGANG=$vlib GANG_TIMEOUT_MS=60000 PYTHONDONTWRITEBYTECODE=1 \
+     "$work/venv/bin/python" -m pytest -q -p no:cacheprovider "$root/bindings/python/tests" \
+     >"$work/venv-tests.log" 2>&1) || { tail -40 "$work/venv-tests.log"; fail "the Python tests in the venv"; }
+  echo "check-install: python: $(basename "$wheel") in a fresh venv: $(tail -1 "$work/venv-tests.log")"
+else
+  fail "python3-build, python3-setuptools, python3-wheel or python3-venv is missing"
+fi
+
 # ---- CMake: find_package(Gang) from the install -----------------------------
 cmakedir=$(find "$prefix" -name GangConfig.cmake -printf '%h\n' -quit)
 [ -n "$cmakedir" ] || fail "no GangConfig.cmake under $prefix"

@@ -16,6 +16,8 @@ packages=(
   python3-torch                      # torchrun interop test (multiproc.torchrun)
   gcc-multilib                       # abi.struct_layout_32: the public structs on 32-bit
   abigail-tools                      # abi.gate: abidw/abidiff against the baseline
+  python3-build python3-setuptools python3-wheel python3-venv python3-pip
+                                     # the wheel (bindings/python/pyproject.toml)
   clang-14 libclang-rt-14-dev llvm-14  # libFuzzer (tests/fuzz): compiler, its
                                      # fuzzer/sanitizer runtimes (only
                                      # recommended by clang-14), symbolizer
