@@ -184,6 +184,64 @@ else
   fail "python3-build, python3-setuptools, python3-wheel or python3-venv is missing"
 fi
 
+# ---- Go: a module outside the tree, with one replace and PKG_CONFIG_PATH ------
+if command -v go >/dev/null 2>&1; then
+  gomod=$(find "$prefix" -path '*/gang/go/go.mod' -print -quit)
+  [ -n "$gomod" ] || fail "no Go module under $prefix"
+  mkdir -p "$work/go-consumer"
+  cat >"$work/go-consumer/go.mod" <<GOMOD
+module example.com/consumer
+
+go 1.19
+
+require gang.dev/gang v0.1.0
+
+replace gang.dev/gang => $(dirname "$gomod")
+GOMOD
+  cat >"$work/go-consumer/main.go" <<'GO'
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"gang.dev/gang"
+)
+
+func main() {
+	g, err := gang.New(gang.Options{})
+	if err != nil {
+		fmt.Println("New:", err)
+		os.Exit(1)
+	}
+	defer g.Close()
+	x := []float64{1, 2, 3}
+	for i := range x {
+		x[i] *= float64(g.Rank() + 1)
+	}
+	if err := gang.AllReduce(g, x, gang.Sum); err != nil {
+		fmt.Println("AllReduce:", err)
+		os.Exit(1)
+	}
+	if x[0] != 3 || x[2] != 9 {
+		fmt.Println("wrong sums:", x)
+		os.Exit(1)
+	}
+	fmt.Printf("rank %d of %d: %v\n", g.Rank(), g.Size(), x)
+}
+GO
+  goenv="PKG_CONFIG_PATH=$pcdir GOFLAGS=-mod=mod GOPROXY=off GOSUMDB=off GOCACHE=$work/gocache GOPATH=$work/gopath"
+  # shellcheck disable=SC2086
+  (cd "$work/go-consumer" && env $goenv go build -o consumer . >"$work/go.log" 2>&1) ||
+    { cat "$work/go.log"; fail "building a Go module against the install with PKG_CONFIG_PATH only"; }
+  for r in 0 1; do
+    GANG_RANK=$r GANG_SIZE=2 GANG_INIT_METHOD="file://$work/store-go" \
+      timeout 120 "$work/go-consumer/consumer" >"$work/go-rank$r.log" 2>&1 &
+  done
+  wait %1 && wait %2 || { cat "$work"/go-rank*.log; fail "the Go consumer's 2 ranks"; }
+  echo "check-install: go: a module outside the tree built with PKG_CONFIG_PATH only; $(cat "$work/go-rank0.log")"
+fi
+
 # ---- CMake: find_package(Gang) from the install -----------------------------
 cmakedir=$(find "$prefix" -name GangConfig.cmake -printf '%h\n' -quit)
 [ -n "$cmakedir" ] || fail "no GangConfig.cmake under $prefix"

@@ -4,7 +4,7 @@ import (
 	"runtime"
 	"unsafe"
 
-	"gang/internal/capi"
+	"gang.dev/gang/internal/capi"
 )
 
 // Byte payloads of any size, decided by the sender: for Go values the

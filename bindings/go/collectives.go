@@ -6,7 +6,7 @@ import (
 	"runtime"
 	"unsafe"
 
-	"gang/internal/capi"
+	"gang.dev/gang/internal/capi"
 )
 
 // Number is the element type of a collective's slices. int and uint are

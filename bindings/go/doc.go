@@ -22,7 +22,7 @@
 // every later operation returns ErrAborted: close it.
 //
 // The package wraps the C library libgang (include/gang/gang.h) through a
-// SWIG-generated package, gang/internal/capi. Each C call runs with its
+// SWIG-generated package, gang.dev/gang/internal/capi. Each C call runs with its
 // goroutine locked to an OS thread, so that the library's per-thread error
 // message is read on the thread that failed.
 package gang

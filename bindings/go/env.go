@@ -1,6 +1,6 @@
 package gang
 
-import "gang/internal/capi"
+import "gang.dev/gang/internal/capi"
 
 // Env is what the launcher's environment says about this process; -1 or ""
 // where it says nothing.

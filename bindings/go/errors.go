@@ -1,6 +1,6 @@
 package gang
 
-import "gang/internal/capi"
+import "gang.dev/gang/internal/capi"
 
 // Status is the C library's gang_status_t: 0 success, 1 in progress,
 // negative an error.

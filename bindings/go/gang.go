@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"gang/internal/capi"
+	"gang.dev/gang/internal/capi"
 )
 
 // call runs one C call with the goroutine locked to its OS thread and, if

@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"gang"
-	"gang/internal/capi"
+	"gang.dev/gang"
+	"gang.dev/gang/internal/capi"
 )
 
 func init() {

@@ -1,3 +1,3 @@
-module gang
+module gang.dev/gang
 
 go 1.19

@@ -12,9 +12,11 @@
 #include <gang/gang.h>
 %}
 
-/* cgo links libgang; CGO_CFLAGS / CGO_LDFLAGS say where it lives. */
+/* cgo asks pkg-config where gang.h and libgang are: PKG_CONFIG_PATH is all
+ * a build needs (an install's <prefix>/lib/pkgconfig, or this build's
+ * pkgconfig-build/). */
 %insert(cgo_comment_typedefs) %{
-#cgo LDFLAGS: -lgang
+#cgo pkg-config: gang
 %}
 
 /* Enumerations are plain ints; the gang package has typed constants. */

@@ -3,7 +3,7 @@ package gang
 import (
 	"runtime"
 
-	"gang/internal/capi"
+	"gang.dev/gang/internal/capi"
 )
 
 // Axis names one parallelism of a Gangs.

@@ -24,7 +24,7 @@ import (
 	"math/rand"
 	"os"
 
-	"gang"
+	"gang.dev/gang"
 )
 
 var (

@@ -13,7 +13,7 @@ import (
 	"strconv"
 	"time"
 
-	"gang"
+	"gang.dev/gang"
 )
 
 func main() {
