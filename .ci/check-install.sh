@@ -130,11 +130,12 @@ if [ -z "$loaded" ] ||
 fi
 # ---- static: pkg-config --static against libgang.a -------------------------
 if [ -f "$libdir/libgang.a" ]; then
-  sflags=$(pkg-config --static --cflags --libs gang) || fail "pkg-config --static"
+  # libgang.a by path, then what pkg-config --static says it needs.
+  slibs=$(pkg-config --static --libs-only-l gang | sed 's/-lgang //') || fail "pkg-config --static"
   # shellcheck disable=SC2086
   (cd "$work" && $cc -std=c99 -Wall -Werror prog.c -o prog-static $cflags \
-     "$libdir/libgang.a" $(pkg-config --static --libs-only-l gang | sed 's/-lgang //')) ||
-    fail "linking a C program against libgang.a with pkg-config --static ($sflags)"
+     "$libdir/libgang.a" $slibs) ||
+    fail "linking a C program against libgang.a with pkg-config --static ($slibs)"
   ldd "$work/prog-static" | grep -q libgang && fail "prog-static still loads libgang.so"
   timeout 120 "$work/prog-static" "file://$work/store-static" ||
     fail "the 3-rank program linked with libgang.a"

@@ -114,11 +114,8 @@ def as_dtype(dtype) -> DType:
 
 class DeviceView(int):
     """Device memory as view() returns it for a CUDA gang: the address (an
-    int, which capi takes as the pointer) with the interface's shape."""
-
-    @property
-    def nbytes(self) -> int:
-        return self.count * self.itemsize
+    int, which capi takes as the pointer) with the interface's shape and
+    element count."""
 
 
 def _typestr_dtype(typestr: str):
@@ -162,7 +159,7 @@ def _device_view(obj, writable: bool, dtype, what: str) -> tuple:
             raise TypeError(f"{what}: dtype {dt.name.lower()} does not match the device "
                             f"typestr {typestr!r}")
     dv = DeviceView(address or 0)
-    dv.shape, dv.count, dv.itemsize = shape, count, itemsize
+    dv.shape, dv.count = shape, count
     return dv, dt, count
 
 
