@@ -33,7 +33,8 @@ done
 DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
   "$build"/libgang0_*.deb "$build"/libgang-dev_*.deb "$build"/python3-gang_*.deb \
   >"$work/apt.log" 2>&1 || { cat "$work/apt.log"; fail "apt-get install ./*.deb"; }
-ldconfig -p | grep -q 'libgang.so.0 ' || fail "libgang.so.0 is not in the loader's cache"
+# grep reads all of it: with pipefail, grep -q could leave ldconfig to die of SIGPIPE
+ldconfig -p | grep 'libgang.so.0 ' >/dev/null || fail "libgang.so.0 is not in the loader's cache"
 
 cat >"$work/prog.c" <<'PROG'
 #define _POSIX_C_SOURCE 200809L

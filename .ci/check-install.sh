@@ -136,7 +136,7 @@ if [ -f "$libdir/libgang.a" ]; then
   (cd "$work" && $cc -std=c99 -Wall -Werror prog.c -o prog-static $cflags \
      "$libdir/libgang.a" $slibs) ||
     fail "linking a C program against libgang.a with pkg-config --static ($slibs)"
-  ldd "$work/prog-static" | grep -q libgang && fail "prog-static still loads libgang.so"
+  ldd "$work/prog-static" | grep libgang >/dev/null && fail "prog-static still loads libgang.so"
   timeout 120 "$work/prog-static" "file://$work/store-static" ||
     fail "the 3-rank program linked with libgang.a"
   echo "check-install: libgang.a: a static C program ran 3 ranks"

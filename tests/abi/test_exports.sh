@@ -72,7 +72,7 @@ fi
 
 # The inline helpers must stay inline: they are not symbols.
 for f in gang_options_init gang_parallel_config_init gang_env_init; do
-  if printf '%s\n' "$names" | grep -q -E "^$f(@|\$)"; then
+  if printf '%s\n' "$names" | grep -E "^$f(@|\$)" >/dev/null; then
     echo "FAIL: $f is exported; it is a static inline in gang.h"
     status=1
   fi
