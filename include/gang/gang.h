@@ -101,6 +101,9 @@ typedef enum gang_dtype {
   GANG_BFLOAT16 = 7, /* the upper half of a float32 */
   GANG_FLOAT32 = 8,
   GANG_FLOAT64 = 9,
+  GANG_BOOL = 10, /* one byte, 0 or 1 (any nonzero byte reads as 1): SUM and
+                     MAX are "or", PROD and MIN "and", AVG is unsupported */
+  GANG_INT16 = 11,
   GANG_DTYPE_FORCE_32BIT = 0x7fffffff
 } gang_dtype_t;
 

@@ -85,6 +85,10 @@ core::DType to_dtype(gang_dtype_t dtype, const char* api) {
       return core::DType::kFloat32;
     case GANG_FLOAT64:
       return core::DType::kFloat64;
+    case GANG_BOOL:
+      return core::DType::kBool;
+    case GANG_INT16:
+      return core::DType::kInt16;
     case GANG_DTYPE_FORCE_32BIT:
       break;
   }

@@ -19,7 +19,7 @@ int Gang::root_rank(int rank) const {
 }
 
 bool Gang::supports(ReduceOp op, DType dtype) const {
-  return backend_->supports(op, dtype);
+  return reducible(op, dtype) && backend_->supports(op, dtype);
 }
 
 void Gang::set_stream(void* stream) {
@@ -48,6 +48,11 @@ Status Gang::async_error() {
 void Gang::check(const CollectiveArgs& args) const {
   const bool emulated = caps_->emulates_peers;
   validate(args, rank_, size_, emulated);
+  if (is_reduction(args.kind) && !reducible(args.op, args.dtype)) {
+    fail(Status::kUnsupported, op_api_name(args.kind),
+         ": bool cannot be averaged; use GANG_SUM or GANG_MAX (\"or\"), "
+         "GANG_PROD or GANG_MIN (\"and\")");
+  }
   if (is_reduction(args.kind) && !backend_->supports(args.op, args.dtype)) {
     fail(Status::kUnsupported, op_api_name(args.kind), ": the ", backend_name(),
          " backend cannot reduce ", dtype_name(args.dtype), " with ",

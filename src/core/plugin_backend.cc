@@ -206,6 +206,10 @@ gang_dtype_t to_c(DType dtype) {
       return GANG_FLOAT32;
     case DType::kFloat64:
       return GANG_FLOAT64;
+    case DType::kBool:
+      return GANG_BOOL;
+    case DType::kInt16:
+      return GANG_INT16;
   }
   fail(Status::kInternal, "plugin: no public dtype for dtype ",
        static_cast<int>(dtype));

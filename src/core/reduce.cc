@@ -85,6 +85,19 @@ void reduce_half(void* out, const void* a, const void* b, size_t n,
   }
 }
 
+// bool: bytes read as 0 or 1; SUM and MAX are "or", PROD and MIN "and".
+void reduce_bool(void* out, const void* a, const void* b, size_t n,
+                 ReduceOp op) {
+  uint8_t* o = static_cast<uint8_t*>(out);
+  const uint8_t* x = static_cast<const uint8_t*>(a);
+  const uint8_t* y = static_cast<const uint8_t*>(b);
+  if (op == ReduceOp::kProd || op == ReduceOp::kMin) {
+    for (size_t i = 0; i < n; ++i) o[i] = (x[i] != 0) & (y[i] != 0);
+  } else {
+    for (size_t i = 0; i < n; ++i) o[i] = (x[i] | y[i]) != 0;
+  }
+}
+
 template <typename T>
 void divide_native(void* buf, size_t n, int size) {
   T* p = static_cast<T*>(buf);
@@ -129,6 +142,10 @@ void reduce(void* out, const void* a, const void* b, size_t n, DType dtype,
       return reduce_native<float>(out, a, b, n, op);
     case DType::kFloat64:
       return reduce_native<double>(out, a, b, n, op);
+    case DType::kBool:
+      return reduce_bool(out, a, b, n, op);
+    case DType::kInt16:
+      return reduce_native<int16_t>(out, a, b, n, op);
   }
 }
 
@@ -154,6 +171,10 @@ void finish_avg(void* buf, size_t n, DType dtype, int size) {
       return divide_native<float>(buf, n, size);
     case DType::kFloat64:
       return divide_native<double>(buf, n, size);
+    case DType::kBool:  // never averaged (see reducible)
+      return;
+    case DType::kInt16:
+      return divide_native<int16_t>(buf, n, size);
   }
 }
 

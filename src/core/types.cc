@@ -17,7 +17,7 @@ constexpr DTypeInfo kDTypes[] = {
     {1, "int8", false},   {1, "uint8", false},   {4, "int32", false},
     {4, "uint32", false}, {8, "int64", false},   {8, "uint64", false},
     {2, "float16", true}, {2, "bfloat16", true}, {4, "float32", true},
-    {8, "float64", true},
+    {8, "float64", true}, {1, "bool", false},     {2, "int16", false},
 };
 
 constexpr const char* kOpNames[] = {"sum", "prod", "min", "max", "avg"};
@@ -34,11 +34,23 @@ float bits_float(uint32_t u) {
   return f;
 }
 
+// Decoded values (a peer's frame) may be out of range: they name no type.
+constexpr DTypeInfo kNoDType = {0, "an unknown dtype", false};
+static_assert(sizeof kDTypes / sizeof kDTypes[0] == size_t(kLastDType) + 1,
+              "one row per DType");
+
+const DTypeInfo& info(DType d) {
+  return d <= kLastDType ? kDTypes[static_cast<size_t>(d)] : kNoDType;
+}
+
 }  // namespace
 
-size_t dtype_size(DType d) { return kDTypes[static_cast<size_t>(d)].size; }
-const char* dtype_name(DType d) { return kDTypes[static_cast<size_t>(d)].name; }
-bool is_floating(DType d) { return kDTypes[static_cast<size_t>(d)].floating; }
+size_t dtype_size(DType d) { return info(d).size; }
+const char* dtype_name(DType d) { return info(d).name; }
+bool is_floating(DType d) { return info(d).floating; }
+bool reducible(ReduceOp op, DType d) {
+  return !(d == DType::kBool && op == ReduceOp::kAvg);
+}
 const char* reduce_op_name(ReduceOp op) {
   return kOpNames[static_cast<size_t>(op)];
 }

@@ -18,7 +18,10 @@ enum class DType : uint8_t {
   kBFloat16,
   kFloat32,
   kFloat64,
+  kBool,
+  kInt16,
 };
+constexpr DType kLastDType = DType::kInt16;  // for checks of decoded values
 
 enum class ReduceOp : uint8_t { kSum, kProd, kMin, kMax, kAvg };
 
@@ -28,6 +31,9 @@ size_t dtype_size(DType dtype);
 const char* dtype_name(DType dtype);
 const char* reduce_op_name(ReduceOp op);
 bool is_floating(DType dtype);
+// Whether `op` means something for `dtype` (every pair but AVG of bool);
+// backends are asked only about these.
+bool reducible(ReduceOp op, DType dtype);
 
 // IEEE binary16 and bfloat16 <-> float32, rounding to nearest even.
 float half_to_float(uint16_t h);

@@ -121,12 +121,18 @@ Status Work::wait(Millis timeout, std::string* message) {
   const Clock::time_point until =
       timeout.count() < 0 ? hard : std::min(deadline_after(timeout), hard);
   std::unique_lock<std::mutex> lock(mu_);
+  bool drove = false;
   while (!done_) {
-    if (!pending_.empty() && !driving_) {
+    const bool expired = Clock::now() >= until;
+    // Drive at least once (a wait of 0 makes progress too), and again only
+    // while time is left: a backend work still running at `until` returns
+    // at once from then on, and re-driving it would spin to the deadline.
+    if (!pending_.empty() && !driving_ && !(drove && expired)) {
       drive(lock, true, until);
+      drove = true;
       continue;
     }
-    if (Clock::now() >= until) {
+    if (expired) {
       check_overdue(lock);
       if (!done_) return Status::kInProgress;
       break;

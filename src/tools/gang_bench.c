@@ -56,7 +56,7 @@ static const struct {
     {"int8", GANG_INT8},       {"uint8", GANG_UINT8},   {"int32", GANG_INT32},
     {"uint32", GANG_UINT32},   {"int64", GANG_INT64},   {"uint64", GANG_UINT64},
     {"half", GANG_FLOAT16},    {"bfloat16", GANG_BFLOAT16},
-    {"float", GANG_FLOAT32},   {"double", GANG_FLOAT64},
+    {"float", GANG_FLOAT32},   {"double", GANG_FLOAT64}, {"int16", GANG_INT16},
 };
 static const char* kOps[] = {"sum", "prod", "min", "max", "avg"};
 
@@ -152,6 +152,7 @@ static double get_elem(const void* buf, size_t i, gang_dtype_t t) {
     }
     case GANG_FLOAT32: return ((const float*)buf)[i];
     case GANG_FLOAT64: return ((const double*)buf)[i];
+    case GANG_INT16: return ((const int16_t*)buf)[i];
     default: return 0;
   }
 }
@@ -174,6 +175,7 @@ static void set_elem(void* buf, size_t i, gang_dtype_t t, double v) {
     }
     case GANG_FLOAT32: ((float*)buf)[i] = (float)v; break;
     case GANG_FLOAT64: ((double*)buf)[i] = v; break;
+    case GANG_INT16: ((int16_t*)buf)[i] = (int16_t)v; break;
     default: break;
   }
 }
@@ -201,7 +203,7 @@ static double reduced(const config_t* c, size_t j) {
     }
   }
   if (c->op == GANG_AVG) {
-    const int integer = c->dtype <= GANG_UINT64;
+    const int integer = c->dtype <= GANG_UINT64 || c->dtype == GANG_INT16;
     acc /= g_size;
     if (integer) acc = trunc(acc);
   }

@@ -645,12 +645,16 @@ static void test_dtype_sizes(void** s) {
   assert_int_equal(gang_dtype_size(GANG_FLOAT16), 2);
   assert_int_equal(gang_dtype_size(GANG_BFLOAT16), 2);
   assert_int_equal(gang_dtype_size(GANG_FLOAT64), 8);
-  assert_int_equal(gang_dtype_size((gang_dtype_t)10), 0);
+  assert_int_equal(gang_dtype_size(GANG_BOOL), 1);
+  assert_int_equal(gang_dtype_size(GANG_INT16), 2);
+  assert_int_equal(gang_dtype_size((gang_dtype_t)12), 0);
   assert_int_equal(gang_dtype_size(GANG_DTYPE_FORCE_32BIT), 0);
   /* The enum values are the contract. */
   assert_int_equal(GANG_INT8, 0);
   assert_int_equal(GANG_UINT64, 5);
   assert_int_equal(GANG_FLOAT64, 9);
+  assert_int_equal(GANG_BOOL, 10);
+  assert_int_equal(GANG_INT16, 11);
   assert_int_equal(GANG_AVG, 4);
   assert_int_equal(GANG_DEVICE_CUDA, 1);
   assert_int_equal(sizeof(gang_dtype_t), 4);

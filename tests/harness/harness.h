@@ -150,9 +150,11 @@ size_t ref_dtype_size(gang_dtype_t dt);
 const char* ref_dtype_name(gang_dtype_t dt);
 const char* ref_op_name(gang_op_t op);
 int ref_dtype_is_float(gang_dtype_t dt);
+/* Whether op reduces dt: every pair but AVG of bool (unsupported). */
+int ref_reducible(gang_dtype_t dt, gang_op_t op);
 int ref_dtype_is_signed(gang_dtype_t dt);
 
-#define REF_NUM_DTYPES 10
+#define REF_NUM_DTYPES 12
 #define REF_NUM_OPS 5
 extern const gang_dtype_t ref_dtypes[REF_NUM_DTYPES];
 extern const gang_op_t ref_ops[REF_NUM_OPS];

@@ -9,6 +9,7 @@
 const gang_dtype_t ref_dtypes[REF_NUM_DTYPES] = {
     GANG_INT8,    GANG_UINT8,   GANG_INT32,    GANG_UINT32,  GANG_INT64,
     GANG_UINT64,  GANG_FLOAT16, GANG_BFLOAT16, GANG_FLOAT32, GANG_FLOAT64,
+    GANG_BOOL,    GANG_INT16,
 };
 const gang_op_t ref_ops[REF_NUM_OPS] = {GANG_SUM, GANG_PROD, GANG_MIN, GANG_MAX,
                                         GANG_AVG};
@@ -17,9 +18,11 @@ size_t ref_dtype_size(gang_dtype_t dt) {
   switch (dt) {
     case GANG_INT8:
     case GANG_UINT8:
+    case GANG_BOOL:
       return 1;
     case GANG_FLOAT16:
     case GANG_BFLOAT16:
+    case GANG_INT16:
       return 2;
     case GANG_INT32:
     case GANG_UINT32:
@@ -46,6 +49,8 @@ const char* ref_dtype_name(gang_dtype_t dt) {
     case GANG_BFLOAT16: return "bfloat16";
     case GANG_FLOAT32: return "float32";
     case GANG_FLOAT64: return "float64";
+    case GANG_BOOL: return "bool";
+    case GANG_INT16: return "int16";
     default: return "?";
   }
 }
@@ -61,14 +66,18 @@ const char* ref_op_name(gang_op_t op) {
   }
 }
 
+int ref_reducible(gang_dtype_t dt, gang_op_t op) {
+  return !(dt == GANG_BOOL && op == GANG_AVG);
+}
+
 int ref_dtype_is_float(gang_dtype_t dt) {
   return dt == GANG_FLOAT16 || dt == GANG_BFLOAT16 || dt == GANG_FLOAT32 ||
          dt == GANG_FLOAT64;
 }
 
 int ref_dtype_is_signed(gang_dtype_t dt) {
-  return dt == GANG_INT8 || dt == GANG_INT32 || dt == GANG_INT64 ||
-         ref_dtype_is_float(dt);
+  return dt == GANG_INT8 || dt == GANG_INT16 || dt == GANG_INT32 ||
+         dt == GANG_INT64 || ref_dtype_is_float(dt);
 }
 
 /* ---- 16-bit floats --------------------------------------------------------- */
@@ -173,6 +182,7 @@ static uint64_t mask_of(gang_dtype_t dt) {
 }
 
 uint64_t ref_from_int(gang_dtype_t dt, int64_t v) {
+  if (dt == GANG_BOOL) return v != 0;
   return (uint64_t)v & mask_of(dt);
 }
 
@@ -214,6 +224,7 @@ uint64_t ref_from_double(gang_dtype_t dt, double v) {
 static int64_t as_signed(gang_dtype_t dt, uint64_t bits) {
   switch (ref_dtype_size(dt)) {
     case 1: return (int8_t)(uint8_t)bits;
+    case 2: return (int16_t)(uint16_t)bits;
     case 4: return (int32_t)(uint32_t)bits;
     default: return (int64_t)bits;
   }
@@ -227,6 +238,10 @@ double ref_to_double(gang_dtype_t dt, uint64_t bits) {
 }
 
 uint64_t ref_reduce(gang_dtype_t dt, gang_op_t op, uint64_t a, uint64_t b) {
+  if (dt == GANG_BOOL) { /* "or" for SUM and MAX, "and" for PROD and MIN */
+    if (op == GANG_PROD || op == GANG_MIN) return a != 0 && b != 0;
+    return a != 0 || b != 0;
+  }
   if (dt == GANG_FLOAT64) {
     const double x = bits_double(a), y = bits_double(b);
     switch (op) {

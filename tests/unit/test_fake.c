@@ -91,7 +91,8 @@ static void test_queries(void** s) {
     assert_int_equal(gang_root_rank(g, -1), -1);
     for (d = 0; d < REF_NUM_DTYPES; ++d) {
       for (o = 0; o < REF_NUM_OPS; ++o) {
-        assert_int_equal(gang_supports(g, ref_ops[o], ref_dtypes[d]), 1);
+        assert_int_equal(gang_supports(g, ref_ops[o], ref_dtypes[d]),
+                         ref_reducible(ref_dtypes[d], ref_ops[o]));
       }
     }
     {
@@ -142,6 +143,7 @@ static void test_all_reduce(void** s) {
       const gang_dtype_t dt = ref_dtypes[d];
       for (o = 0; o < REF_NUM_OPS; ++o) {
         const gang_op_t op = ref_ops[o];
+        if (!ref_reducible(dt, op)) continue; /* checked with gang_supports above */
         for (place = 0; place < 2; ++place) {
           uint64_t send[COUNT], recv[COUNT], want[COUNT];
           char what[96];
@@ -203,6 +205,7 @@ static void test_reduce_scatter(void** s) {
       const gang_dtype_t dt = ref_dtypes[d];
       for (o = 0; o < REF_NUM_OPS; ++o) {
         const gang_op_t op = ref_ops[o];
+        if (!ref_reducible(dt, op)) continue; /* checked with gang_supports above */
         for (place = 0; place < 2; ++place) {
           uint64_t send[4 * COUNT], recv[COUNT], want[COUNT];
           size_t counts[4], off = 0;

@@ -650,7 +650,7 @@ void GlooP2PWork::check_received_frame() {
       theirs.count != want.count || theirs.to_you != want.to_you ||
       theirs.channel != want.channel || theirs.root != want.root) {
     const bool sane = theirs.kind == want.kind &&
-                      theirs.dtype <= static_cast<uint8_t>(DType::kFloat64);
+                      theirs.dtype <= static_cast<uint8_t>(core::kLastDType);
     fail(Status::kMismatch, "gang_recv: rank ", ctx_->rank, " receives ",
          count_, " x ", core::dtype_name(dtype_), " from rank ", peer_,
          " with tag ", tag_, ", but rank ", peer_,

@@ -54,11 +54,16 @@ ncclDataType_t nccl_type(int32_t dtype) {
     case GANG_FLOAT16: return ncclFloat16;
     case GANG_BFLOAT16: return ncclBfloat16;
     case GANG_FLOAT32: return ncclFloat32;
+    case GANG_BOOL: return ncclUint8;
+    case GANG_INT16: return ncclFloat16;  // moved bit for bit, never reduced
     default: return ncclFloat64;
   }
 }
 
-ncclRedOp_t nccl_op(int32_t op) {
+ncclRedOp_t nccl_op(int32_t op, int32_t dtype) {
+  if (dtype == GANG_BOOL) {  // bytes of 0 or 1: "or" is max, "and" is min
+    return op == GANG_PROD || op == GANG_MIN ? ncclMin : ncclMax;
+  }
   switch (op) {
     case GANG_PROD: return ncclProd;
     case GANG_MIN: return ncclMin;
@@ -71,9 +76,11 @@ ncclRedOp_t nccl_op(int32_t op) {
 size_t type_size(int32_t dtype) {
   switch (dtype) {
     case GANG_INT8:
-    case GANG_UINT8: return 1;
+    case GANG_UINT8:
+    case GANG_BOOL: return 1;
     case GANG_FLOAT16:
-    case GANG_BFLOAT16: return 2;
+    case GANG_BFLOAT16:
+    case GANG_INT16: return 2;
     case GANG_INT32:
     case GANG_UINT32:
     case GANG_FLOAT32: return 4;
@@ -406,15 +413,19 @@ void destroy(void* backend) {
   delete in;
 }
 
+// NCCL reduces no int16; bool reduces as uint8 with max ("or") and min
+// ("and"), never averaged.
 int supports(void*, gang_op_t op, gang_dtype_t dtype) {
-  return op >= GANG_SUM && op <= GANG_AVG && dtype >= GANG_INT8 && dtype <= GANG_FLOAT64;
+  if (op < GANG_SUM || op > GANG_AVG) return 0;
+  if (dtype == GANG_BOOL) return op != GANG_AVG;
+  return dtype >= GANG_INT8 && dtype <= GANG_FLOAT64;
 }
 
 // Enqueues one operation (inside the caller's group where it needs one).
 ncclResult_t enqueue(Instance& in, const gang_backend_op_t& o, cudaStream_t s) {
   const Api& a = *in.api;
   const ncclDataType_t t = nccl_type(o.dtype);
-  const ncclRedOp_t op = nccl_op(o.op);
+  const ncclRedOp_t op = nccl_op(o.op, o.dtype);
   const size_t es = type_size(o.dtype);
   const auto* send = static_cast<const char*>(o.send);
   auto* recv = static_cast<char*>(o.recv);
