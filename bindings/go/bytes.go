@@ -1,6 +1,7 @@
 package gang
 
 import (
+	"context"
 	"runtime"
 	"unsafe"
 
@@ -26,7 +27,7 @@ func takeBytes(p unsafe.Pointer, n uint64) []byte {
 func (g *Gang) BroadcastBytes(data []byte, root int) ([]byte, error) {
 	var out unsafe.Pointer
 	var n uint64
-	err := collective(g, func(h capi.GangHandle) int {
+	err := collective(context.Background(), g, func(h capi.GangHandle) int {
 		return capi.Gang_broadcast_bytes(h, ptr(data), int64(len(data)), root, &out, &n)
 	})
 	if err != nil {
@@ -65,7 +66,7 @@ func (g *Gang) AllGatherBytes(data []byte) ([][]byte, error) {
 // SendBytes sends data to rank peer with a tag; the receiver learns the
 // length.
 func (g *Gang) SendBytes(data []byte, peer, tag int) error {
-	return collective(g, func(h capi.GangHandle) int {
+	return collective(context.Background(), g, func(h capi.GangHandle) int {
 		return capi.Gang_send_bytes(h, ptr(data), int64(len(data)), peer, tag)
 	})
 }
@@ -74,7 +75,7 @@ func (g *Gang) SendBytes(data []byte, peer, tag int) error {
 func (g *Gang) RecvBytes(peer, tag int) ([]byte, error) {
 	var out unsafe.Pointer
 	var n uint64
-	err := collective(g, func(h capi.GangHandle) int {
+	err := collective(context.Background(), g, func(h capi.GangHandle) int {
 		return capi.Gang_recv_bytes(h, peer, tag, &out, &n)
 	})
 	if err != nil {

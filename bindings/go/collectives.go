@@ -1,6 +1,7 @@
 package gang
 
 import (
+	"context"
 	"fmt"
 	"reflect"
 	"runtime"
@@ -10,10 +11,12 @@ import (
 )
 
 // Number is the element type of a collective's slices. int and uint are
-// their 64-bit forms; Float16 and BFloat16 carry 16-bit floats' bits.
+// their 64-bit forms; Float16 and BFloat16 carry 16-bit floats' bits; bool
+// reduces with Sum and Max as "or", Prod and Min as "and" (Avg is
+// unsupported).
 type Number interface {
-	~int8 | ~uint8 | ~int32 | ~uint32 | ~int64 | ~uint64 | ~int | ~uint |
-		~float32 | ~float64 | Float16 | BFloat16
+	~int8 | ~uint8 | ~int16 | ~int32 | ~uint32 | ~int64 | ~uint64 | ~int | ~uint |
+		~float32 | ~float64 | Float16 | BFloat16 | ~bool
 }
 
 // Op is a reduction.
@@ -43,6 +46,8 @@ const (
 	dtBFloat16 dtype = 7
 	dtFloat32  dtype = 8
 	dtFloat64  dtype = 9
+	dtBool     dtype = 10
+	dtInt16    dtype = 11
 )
 
 // dtypeOf maps T to its gang dtype.
@@ -55,8 +60,12 @@ func dtypeOf[T Number]() dtype {
 		return dtBFloat16
 	}
 	switch reflect.TypeOf(zero).Kind() {
+	case reflect.Bool:
+		return dtBool
 	case reflect.Int8:
 		return dtInt8
+	case reflect.Int16:
+		return dtInt16
 	case reflect.Uint8:
 		return dtUint8
 	case reflect.Int32:
@@ -89,13 +98,13 @@ func ptr[T any](x []T) unsafe.Pointer {
 	return unsafe.Pointer(&x[0])
 }
 
-// collective checks g and runs one C call on it.
-func collective(g *Gang, f func(h capi.GangHandle) int) error {
+// collective checks g and runs one C call on it, under ctx (see Context).
+func collective(ctx context.Context, g *Gang, f func(h capi.GangHandle) int) error {
 	h, err := g.handle()
 	if err != nil {
 		return err
 	}
-	err = call(func() int { return f(h) })
+	err = callContext(ctx, h, func() int { return f(h) })
 	runtime.KeepAlive(g)
 	return err
 }
@@ -126,8 +135,13 @@ func sizes(name string, g *Gang, counts []int) ([]uint64, int, error) {
 
 // AllReduce reduces x over every rank with op, in place.
 func AllReduce[T Number](g *Gang, x []T, op Op) error {
+	return AllReduceContext(context.Background(), g, x, op)
+}
+
+// AllReduceContext is AllReduce under ctx (see Context).
+func AllReduceContext[T Number](ctx context.Context, g *Gang, x []T, op Op) error {
 	dt, p := dtypeOf[T](), ptr(x)
-	return collective(g, func(h capi.GangHandle) int {
+	return collective(ctx, g, func(h capi.GangHandle) int {
 		return capi.Gang_all_reduce(h, p, p, int64(len(x)), int(dt), int(op), nil)
 	})
 }
@@ -135,20 +149,30 @@ func AllReduce[T Number](g *Gang, x []T, op Op) error {
 // Reduce reduces x over every rank with op into root's x; the other ranks'
 // x is left alone.
 func Reduce[T Number](g *Gang, x []T, op Op, root int) error {
+	return ReduceContext(context.Background(), g, x, op, root)
+}
+
+// ReduceContext is Reduce under ctx (see Context).
+func ReduceContext[T Number](ctx context.Context, g *Gang, x []T, op Op, root int) error {
 	dt, p := dtypeOf[T](), ptr(x)
 	recv := p
 	if g != nil && g.rank != root {
 		recv = nil
 	}
-	return collective(g, func(h capi.GangHandle) int {
+	return collective(ctx, g, func(h capi.GangHandle) int {
 		return capi.Gang_reduce(h, p, recv, int64(len(x)), int(dt), int(op), root, nil)
 	})
 }
 
 // Broadcast copies root's x into every rank's x.
 func Broadcast[T Number](g *Gang, x []T, root int) error {
+	return BroadcastContext(context.Background(), g, x, root)
+}
+
+// BroadcastContext is Broadcast under ctx (see Context).
+func BroadcastContext[T Number](ctx context.Context, g *Gang, x []T, root int) error {
 	dt := dtypeOf[T]()
-	return collective(g, func(h capi.GangHandle) int {
+	return collective(ctx, g, func(h capi.GangHandle) int {
 		return capi.Gang_broadcast(h, ptr(x), int64(len(x)), int(dt), root, nil)
 	})
 }
@@ -156,13 +180,18 @@ func Broadcast[T Number](g *Gang, x []T, root int) error {
 // AllGather sets dst (size*len(src) elements) to every rank's src, in rank
 // order.
 func AllGather[T Number](g *Gang, dst, src []T) error {
+	return AllGatherContext(context.Background(), g, dst, src)
+}
+
+// AllGatherContext is AllGather under ctx (see Context).
+func AllGatherContext[T Number](ctx context.Context, g *Gang, dst, src []T) error {
 	if g != nil {
 		if err := checkLen("AllGather", "dst", len(dst), g.size*len(src)); err != nil {
 			return err
 		}
 	}
 	dt := dtypeOf[T]()
-	return collective(g, func(h capi.GangHandle) int {
+	return collective(ctx, g, func(h capi.GangHandle) int {
 		return capi.Gang_all_gather(h, ptr(src), ptr(dst), int64(len(src)), int(dt), nil)
 	})
 }
@@ -170,6 +199,11 @@ func AllGather[T Number](g *Gang, dst, src []T) error {
 // AllGatherV sets dst to every rank's src concatenated in rank order, rank
 // r contributing counts[r] elements (len(src) == counts[rank]).
 func AllGatherV[T Number](g *Gang, dst, src []T, counts []int) error {
+	return AllGatherVContext(context.Background(), g, dst, src, counts)
+}
+
+// AllGatherVContext is AllGatherV under ctx (see Context).
+func AllGatherVContext[T Number](ctx context.Context, g *Gang, dst, src []T, counts []int) error {
 	c, total, err := sizes("AllGatherV", g, counts)
 	if err != nil {
 		return err
@@ -178,7 +212,7 @@ func AllGatherV[T Number](g *Gang, dst, src []T, counts []int) error {
 		return err
 	}
 	dt := dtypeOf[T]()
-	return collective(g, func(h capi.GangHandle) int {
+	return collective(ctx, g, func(h capi.GangHandle) int {
 		return capi.Gang_all_gatherv(h, ptr(src), int64(len(src)), ptr(dst), &c[0], int64(len(c)), int(dt), nil)
 	})
 }
@@ -186,13 +220,18 @@ func AllGatherV[T Number](g *Gang, dst, src []T, counts []int) error {
 // Gather sets root's dst (size*len(src) elements) to every rank's src in
 // rank order; dst is ignored on the other ranks.
 func Gather[T Number](g *Gang, dst, src []T, root int) error {
+	return GatherContext(context.Background(), g, dst, src, root)
+}
+
+// GatherContext is Gather under ctx (see Context).
+func GatherContext[T Number](ctx context.Context, g *Gang, dst, src []T, root int) error {
 	if g != nil && g.rank == root {
 		if err := checkLen("Gather", "dst", len(dst), g.size*len(src)); err != nil {
 			return err
 		}
 	}
 	dt := dtypeOf[T]()
-	return collective(g, func(h capi.GangHandle) int {
+	return collective(ctx, g, func(h capi.GangHandle) int {
 		return capi.Gang_gather(h, ptr(src), ptr(dst), int64(len(src)), int(dt), root, nil)
 	})
 }
@@ -200,13 +239,18 @@ func Gather[T Number](g *Gang, dst, src []T, root int) error {
 // Scatter sets rank r's dst to chunk r of root's src (size*len(dst)
 // elements); src is ignored on the other ranks.
 func Scatter[T Number](g *Gang, dst, src []T, root int) error {
+	return ScatterContext(context.Background(), g, dst, src, root)
+}
+
+// ScatterContext is Scatter under ctx (see Context).
+func ScatterContext[T Number](ctx context.Context, g *Gang, dst, src []T, root int) error {
 	if g != nil && g.rank == root {
 		if err := checkLen("Scatter", "src", len(src), g.size*len(dst)); err != nil {
 			return err
 		}
 	}
 	dt := dtypeOf[T]()
-	return collective(g, func(h capi.GangHandle) int {
+	return collective(ctx, g, func(h capi.GangHandle) int {
 		return capi.Gang_scatter(h, ptr(src), ptr(dst), int64(len(dst)), int(dt), root, nil)
 	})
 }
@@ -214,13 +258,18 @@ func Scatter[T Number](g *Gang, dst, src []T, root int) error {
 // ReduceScatter sets rank r's dst to op over chunk r of every rank's src
 // (size*len(dst) elements).
 func ReduceScatter[T Number](g *Gang, dst, src []T, op Op) error {
+	return ReduceScatterContext(context.Background(), g, dst, src, op)
+}
+
+// ReduceScatterContext is ReduceScatter under ctx (see Context).
+func ReduceScatterContext[T Number](ctx context.Context, g *Gang, dst, src []T, op Op) error {
 	if g != nil {
 		if err := checkLen("ReduceScatter", "src", len(src), g.size*len(dst)); err != nil {
 			return err
 		}
 	}
 	dt := dtypeOf[T]()
-	return collective(g, func(h capi.GangHandle) int {
+	return collective(ctx, g, func(h capi.GangHandle) int {
 		return capi.Gang_reduce_scatter(h, ptr(src), ptr(dst), int64(len(dst)), int(dt), int(op), nil)
 	})
 }
@@ -228,6 +277,11 @@ func ReduceScatter[T Number](g *Gang, dst, src []T, op Op) error {
 // ReduceScatterV is ReduceScatter with chunk r of counts[r] elements: src
 // holds sum(counts), dst counts[rank].
 func ReduceScatterV[T Number](g *Gang, dst, src []T, counts []int, op Op) error {
+	return ReduceScatterVContext(context.Background(), g, dst, src, counts, op)
+}
+
+// ReduceScatterVContext is ReduceScatterV under ctx (see Context).
+func ReduceScatterVContext[T Number](ctx context.Context, g *Gang, dst, src []T, counts []int, op Op) error {
 	c, total, err := sizes("ReduceScatterV", g, counts)
 	if err != nil {
 		return err
@@ -241,7 +295,7 @@ func ReduceScatterV[T Number](g *Gang, dst, src []T, counts []int, op Op) error 
 		}
 	}
 	dt := dtypeOf[T]()
-	return collective(g, func(h capi.GangHandle) int {
+	return collective(ctx, g, func(h capi.GangHandle) int {
 		return capi.Gang_reduce_scatterv(h, ptr(src), ptr(dst), &c[0], int64(len(c)), int(dt), int(op), nil)
 	})
 }
@@ -249,6 +303,11 @@ func ReduceScatterV[T Number](g *Gang, dst, src []T, counts []int, op Op) error 
 // AllToAll sends chunk p of src (size equal chunks) to rank p, where it
 // arrives as chunk `rank` of dst. dst and src have the same length.
 func AllToAll[T Number](g *Gang, dst, src []T) error {
+	return AllToAllContext(context.Background(), g, dst, src)
+}
+
+// AllToAllContext is AllToAll under ctx (see Context).
+func AllToAllContext[T Number](ctx context.Context, g *Gang, dst, src []T) error {
 	if err := checkLen("AllToAll", "dst", len(dst), len(src)); err != nil {
 		return err
 	}
@@ -256,7 +315,7 @@ func AllToAll[T Number](g *Gang, dst, src []T) error {
 		return invalid(fmt.Sprintf("AllToAll: %d elements do not split into %d chunks", len(src), g.size))
 	}
 	dt := dtypeOf[T]()
-	return collective(g, func(h capi.GangHandle) int {
+	return collective(ctx, g, func(h capi.GangHandle) int {
 		return capi.Gang_all_to_all(h, ptr(src), ptr(dst), int64(len(src)/g.size), int(dt), nil)
 	})
 }
@@ -264,6 +323,11 @@ func AllToAll[T Number](g *Gang, dst, src []T) error {
 // AllToAllV sends sendCounts[p] elements of src to rank p and receives
 // recvCounts[p] elements from rank p, packed in rank order into dst.
 func AllToAllV[T Number](g *Gang, dst []T, recvCounts []int, src []T, sendCounts []int) error {
+	return AllToAllVContext(context.Background(), g, dst, recvCounts, src, sendCounts)
+}
+
+// AllToAllVContext is AllToAllV under ctx (see Context).
+func AllToAllVContext[T Number](ctx context.Context, g *Gang, dst []T, recvCounts []int, src []T, sendCounts []int) error {
 	sc, sendTotal, err := sizes("AllToAllV", g, sendCounts)
 	if err != nil {
 		return err
@@ -279,7 +343,7 @@ func AllToAllV[T Number](g *Gang, dst []T, recvCounts []int, src []T, sendCounts
 		return err
 	}
 	dt := dtypeOf[T]()
-	return collective(g, func(h capi.GangHandle) int {
+	return collective(ctx, g, func(h capi.GangHandle) int {
 		return capi.Gang_all_to_allv(h, ptr(src), &sc[0], int64(len(sc)), ptr(dst), &rc[0], int64(len(rc)), int(dt), nil)
 	})
 }
@@ -288,16 +352,26 @@ func AllToAllV[T Number](g *Gang, dst []T, recvCounts []int, src []T, sendCounts
 // a slice of the same length and type, and the same tag. It may block until
 // the peer receives: use Gang.Group for exchanges.
 func Send[T Number](g *Gang, x []T, peer, tag int) error {
+	return SendContext(context.Background(), g, x, peer, tag)
+}
+
+// SendContext is Send under ctx (see Context).
+func SendContext[T Number](ctx context.Context, g *Gang, x []T, peer, tag int) error {
 	dt := dtypeOf[T]()
-	return collective(g, func(h capi.GangHandle) int {
+	return collective(ctx, g, func(h capi.GangHandle) int {
 		return capi.Gang_send(h, ptr(x), int64(len(x)), int(dt), peer, tag, nil)
 	})
 }
 
 // Recv receives into x what rank peer sent with tag.
 func Recv[T Number](g *Gang, x []T, peer, tag int) error {
+	return RecvContext(context.Background(), g, x, peer, tag)
+}
+
+// RecvContext is Recv under ctx (see Context).
+func RecvContext[T Number](ctx context.Context, g *Gang, x []T, peer, tag int) error {
 	dt := dtypeOf[T]()
-	return collective(g, func(h capi.GangHandle) int {
+	return collective(ctx, g, func(h capi.GangHandle) int {
 		return capi.Gang_recv(h, ptr(x), int64(len(x)), int(dt), peer, tag, nil)
 	})
 }

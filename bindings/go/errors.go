@@ -1,6 +1,12 @@
 package gang
 
-import "gang.dev/gang/internal/capi"
+import (
+	"context"
+	"errors"
+	"os"
+
+	"gang.dev/gang/internal/capi"
+)
 
 // Status is the C library's gang_status_t: 0 success, 1 in progress,
 // negative an error.
@@ -27,10 +33,12 @@ const (
 func (s Status) String() string { return capi.Gang_status_name(int(s)) }
 
 // Error is the error every function of the package returns: the status of
-// the failed call and the library's message for it.
+// the failed call and the library's message for it, and for a call ended
+// by its context (see Context), that context's error.
 type Error struct {
 	Status Status
 	Msg    string
+	cause  error
 }
 
 func (e *Error) Error() string {
@@ -40,15 +48,26 @@ func (e *Error) Error() string {
 	return "gang: " + e.Msg
 }
 
+// Unwrap is the context's error for a call its context ended, else nil.
+func (e *Error) Unwrap() error { return e.cause }
+
 // Is reports whether target is an *Error with the same status and either
-// no message (the sentinels below) or the same one.
+// no message (the sentinels below) or the same one; and, for a timeout or
+// a context's deadline, whether target is os.ErrDeadlineExceeded or
+// context.DeadlineExceeded.
 func (e *Error) Is(target error) bool {
+	if target == os.ErrDeadlineExceeded || target == context.DeadlineExceeded {
+		return e.Timeout()
+	}
 	t, ok := target.(*Error)
 	return ok && t.Status == e.Status && (t.Msg == "" || t.Msg == e.Msg)
 }
 
-// Timeout reports whether the operation timed out (as os.IsTimeout asks).
-func (e *Error) Timeout() bool { return e.Status == StatusTimeout }
+// Timeout reports whether the operation timed out, or its context's
+// deadline passed (as os.IsTimeout and net.Error ask).
+func (e *Error) Timeout() bool {
+	return e.Status == StatusTimeout || errors.Is(e.cause, context.DeadlineExceeded)
+}
 
 // Sentinels for errors.Is.
 var (

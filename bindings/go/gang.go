@@ -1,6 +1,7 @@
 package gang
 
 import (
+	"context"
 	"fmt"
 	"runtime"
 	"strconv"
@@ -276,15 +277,7 @@ func (g *Gang) Subgang(ranks []int) (*Gang, error) {
 }
 
 // Barrier returns once every rank has entered it.
-func (g *Gang) Barrier() error {
-	h, err := g.handle()
-	if err != nil {
-		return err
-	}
-	err = call(func() int { return capi.Gang_barrier(h, nil) })
-	runtime.KeepAlive(g)
-	return err
-}
+func (g *Gang) Barrier() error { return g.BarrierContext(context.Background()) }
 
 // Group issues the operations f makes on g together, so that both sides
 // of an exchange can Send before they Recv, and waits for all of them. f

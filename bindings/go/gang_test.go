@@ -395,6 +395,17 @@ func TestFake(t *testing.T) {
 	if err := gang.AllGather(g, all, []int64{4, 5}); err != nil || !reflect.DeepEqual(all, []int64{4, 5, 4, 5, 4, 5}) {
 		t.Errorf("Fake AllGather: %v %v", all, err)
 	}
+	s := []int16{-3, 7}
+	if err := gang.AllReduce(g, s, gang.Sum); err != nil || s[0] != -9 || s[1] != 21 {
+		t.Errorf("Fake AllReduce int16: %v %v", s, err)
+	}
+	b := []bool{true, false}
+	if err := gang.AllReduce(g, b, gang.Max); err != nil || !b[0] || b[1] {
+		t.Errorf("Fake AllReduce bool: %v %v", b, err)
+	}
+	if err := gang.AllReduce(g, b, gang.Avg); !errors.Is(err, gang.ErrUnsupported) {
+		t.Errorf("Fake AllReduce bool Avg: %v", err)
+	}
 	if err := gang.Send(g, x, 0, 0); !errors.Is(err, gang.ErrUnsupported) {
 		t.Errorf("Fake Send: %v", err)
 	}
