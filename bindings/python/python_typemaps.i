@@ -8,6 +8,7 @@
  */
 
 %{
+#include <stdio.h>
 #include <string.h>
 #include <gang/gang.h>
 %}
@@ -19,30 +20,62 @@
  * instance. Until it is set, failures raise RuntimeError. */
 static PyObject* gang_py_error_factory = NULL;
 
-/* Raises the exception for a failed call. Must run on the thread that made
- * the call, before any other gang call: it reads gang_last_error(). */
-static void gang_py_raise(gang_status_t status) {
-  const char* message = gang_last_error();
-  if (!message[0]) message = gang_status_string(status);
+/* Raises the exception the factory makes of (status, message, type_error). */
+static void gang_py_raise_message(gang_status_t status, const char* message,
+                                  int type_error) {
   if (gang_py_error_factory == NULL) {
-    PyErr_Format(PyExc_RuntimeError, "%s: %s", gang_status_name(status),
-                 message);
+    PyErr_Format(type_error ? PyExc_TypeError : PyExc_RuntimeError, "%s: %s",
+                 gang_status_name(status), message);
     return;
   }
   PyObject* text = PyUnicode_DecodeUTF8(message, (Py_ssize_t)strlen(message),
                                         "replace");
   if (text == NULL) return;
-  PyObject* exc =
-      PyObject_CallFunction(gang_py_error_factory, "iO", (int)status, text);
+  PyObject* exc = PyObject_CallFunction(gang_py_error_factory, "iOi",
+                                        (int)status, text, type_error);
   Py_DECREF(text);
   if (exc != NULL) {
     PyErr_SetObject((PyObject*)Py_TYPE(exc), exc);
     Py_DECREF(exc);
   }
 }
+
+/* Raises the exception for a failed call. Must run on the thread that made
+ * the call, before any other gang call: it reads gang_last_error(). */
+static void gang_py_raise(gang_status_t status) {
+  const char* message = gang_last_error();
+  if (!message[0]) message = gang_status_string(status);
+  gang_py_raise_message(status, message, 0);
+}
+
+/* SWIG's own argument conversions fail with "in method 'gang_x', argument
+ * N of type 'T'": reworded, that is a GangTypeError (a GangInvalidArgument-
+ * Error for a value out of range). The package checks arguments first, so
+ * this is a safety net. */
+static void gang_py_arg_error(int code, const char* swig_message) {
+  char function[64] = "capi", type[64] = "?";
+  char message[256];
+  int arg = 0;
+  (void)sscanf(swig_message, "in method '%63[^']', argument %d of type '%63[^']'",
+               function, &arg, type);
+  snprintf(message, sizeof message, "%s: argument %d must be a %s%s", function,
+           arg, type,
+           code == SWIG_OverflowError ? " in range" : "");
+  gang_py_raise_message(GANG_ERR_INVALID_ARGUMENT, message,
+                        code != SWIG_OverflowError && code != SWIG_ValueError);
+}
 %}
 
 %fragment("gang_py_errors");
+
+%header %{
+#undef SWIG_exception_fail
+#define SWIG_exception_fail(code, msg) \
+  do {                                   \
+    gang_py_arg_error(code, msg);        \
+    SWIG_fail;                           \
+  } while (0)
+%}
 
 %inline %{
 /* Sets the callable that turns (status, message) into an exception. */
@@ -94,20 +127,67 @@ static void set_error_factory(PyObject* factory) {
 GANG_PY_HANDLE_OUT(gang_t)
 GANG_PY_HANDLE_OUT(gangs_t)
 
-/* gang_work_t** work: the Python argument is a flag; true makes the call
- * asynchronous and returns an owned WorkHandle. */
-%typemap(in) gang_work_t** work (gang_work_t* handle = NULL) %{
-  {
+/* gang_work_t** work: the Python argument says how the call completes.
+ *   True   asynchronous: returns an owned WorkHandle.
+ *   False  blocking, and interruptible: the operation is issued as a work
+ *          and waited for in slices of GANG_PY_WAIT_SLICE_MS with the GIL
+ *          released, running Python's signal handlers between slices. When
+ *          one raises (Ctrl-C's KeyboardInterrupt), the gang is aborted, so
+ *          that its peers fail at once instead of at the timeout, and the
+ *          exception propagates.
+ *   None   blocking in one C call (work NULL): inside a group, whose
+ *          operations take no work of their own.
+ * Every function with this argument takes the gang as its first, arg1. */
+%fragment("gang_py_wait", "header", fragment="gang_py_errors") %{
+#define GANG_PY_WAIT_SLICE_MS 100
+
+/* Waits for a blocking call's work and frees it. 0 on success; -1 with a
+ * Python exception set (the operation's error, or a signal handler's). */
+static int gang_py_wait(gang_t* gang, gang_work_t* work) {
+  for (;;) {
+    gang_status_t st;
+    Py_BEGIN_ALLOW_THREADS
+    st = gang_work_wait(work, GANG_PY_WAIT_SLICE_MS);
+    Py_END_ALLOW_THREADS
+    if (st == GANG_OK) {
+      gang_work_destroy(work);
+      return 0;
+    }
+    if (st < 0) {
+      gang_py_raise(st); /* reads this thread's last error: before destroy */
+      gang_work_destroy(work);
+      return -1;
+    }
+    if (PyErr_CheckSignals() < 0) {
+      Py_BEGIN_ALLOW_THREADS
+      gang_abort(gang);
+      gang_work_destroy(work); /* the aborted operation ends at once */
+      Py_END_ALLOW_THREADS
+      return -1;
+    }
+  }
+}
+%}
+
+%typemap(in) gang_work_t** work (gang_work_t* handle = NULL, int mode = 0) %{
+  if ($input == Py_None) {
+    $1 = NULL;
+  } else {
     int async_op = PyObject_IsTrue($input);
     if (async_op < 0) SWIG_fail;
-    $1 = async_op ? &handle : NULL;
+    mode = async_op ? 1 : 2;
+    $1 = &handle;
   }
 %}
-%typemap(argout) gang_work_t** work %{
-  if ($1 != NULL) {
+%typemap(argout, fragment="gang_py_wait") gang_work_t** work %{
+  if (mode$argnum == 1) {
     $result = SWIG_Python_AppendOutput(
         $result, SWIG_NewPointerObj(handle$argnum, $*1_descriptor,
                                     SWIG_POINTER_OWN));
+  } else if (mode$argnum == 2 && handle$argnum != NULL) {
+    gang_work_t* blocking = handle$argnum;
+    handle$argnum = NULL;
+    if (gang_py_wait(arg1, blocking) < 0) SWIG_fail;
   }
 %}
 
@@ -406,4 +486,97 @@ static int gang_py_ints(PyObject* seq, int** out, int* n) {
     if (dict == NULL) SWIG_fail;
     $result = SWIG_Python_AppendOutput($result, dict);
   }
+%}
+
+/* ---- DLPack ------------------------------------------------------------- */
+
+/* The DLPack tensor structs (dlpack.h, a stable C ABI), declared here so
+ * that the build needs no DLPack header. */
+%{
+typedef struct {
+  int32_t device_type; /* 1 CPU, 2 CUDA, 3 CUDA host memory */
+  int32_t device_id;
+} gang_dl_device_t;
+typedef struct {
+  uint8_t code; /* 0 int, 1 uint, 2 float, 4 bfloat, 6 bool */
+  uint8_t bits;
+  uint16_t lanes;
+} gang_dl_dtype_t;
+typedef struct {
+  void* data;
+  gang_dl_device_t device;
+  int32_t ndim;
+  gang_dl_dtype_t dtype;
+  int64_t* shape;
+  int64_t* strides; /* in elements; NULL is C-contiguous */
+  uint64_t byte_offset;
+} gang_dl_tensor_t;
+typedef struct { /* "dltensor" capsules */
+  gang_dl_tensor_t dl_tensor;
+  void* manager_ctx;
+  void (*deleter)(void*);
+} gang_dl_managed_t;
+typedef struct { /* "dltensor_versioned" capsules (DLPack 1.x) */
+  uint32_t major, minor;
+  void* manager_ctx;
+  void (*deleter)(void*);
+  uint64_t flags; /* bit 0: read-only */
+  gang_dl_tensor_t dl_tensor;
+} gang_dl_managed_versioned_t;
+%}
+
+%nothread dlpack_info;
+%inline %{
+/* What a DLPack capsule describes, without consuming it (the capsule keeps
+ * the producer's tensor alive until it is collected, so the caller holds it
+ * for as long as the memory is used): (address, device_type, device_id,
+ * code, bits, lanes, shape, contiguous, readonly). Raises TypeError for
+ * anything else. */
+static PyObject* dlpack_info(PyObject* capsule) {
+  const gang_dl_tensor_t* t = NULL;
+  int readonly = 0, contiguous = 1;
+  PyObject* shape;
+  int32_t i;
+  if (PyCapsule_IsValid(capsule, "dltensor")) {
+    t = &((gang_dl_managed_t*)PyCapsule_GetPointer(capsule, "dltensor"))->dl_tensor;
+  } else if (PyCapsule_IsValid(capsule, "dltensor_versioned")) {
+    gang_dl_managed_versioned_t* v = (gang_dl_managed_versioned_t*)PyCapsule_GetPointer(
+        capsule, "dltensor_versioned");
+    if (v->major != 1) {
+      return PyErr_Format(PyExc_TypeError, "DLPack version %u.%u is not supported (1.x is)",
+                          v->major, v->minor);
+    }
+    t = &v->dl_tensor;
+    readonly = (int)(v->flags & 1u);
+  } else {
+    return PyErr_Format(PyExc_TypeError, "not an unused DLPack capsule");
+  }
+  if (t->ndim < 0) return PyErr_Format(PyExc_TypeError, "DLPack tensor with ndim < 0");
+  shape = PyTuple_New(t->ndim);
+  if (shape == NULL) return NULL;
+  {
+    int64_t want = 1, count = 1;
+    for (i = 0; i < t->ndim; ++i) count *= t->shape[i];
+    for (i = t->ndim - 1; i >= 0; --i) {
+      /* Dimensions of size 1 may have any stride. */
+      if (t->strides != NULL && count > 1 && t->shape[i] != 1 && t->strides[i] != want) {
+        contiguous = 0;
+      }
+      want *= t->shape[i];
+    }
+  }
+  for (i = 0; i < t->ndim; ++i) {
+    PyObject* n = PyLong_FromLongLong((long long)t->shape[i]);
+    if (n == NULL) {
+      Py_DECREF(shape);
+      return NULL;
+    }
+    PyTuple_SET_ITEM(shape, i, n);
+  }
+  return Py_BuildValue("(NiiiiiNii)",
+                       PyLong_FromVoidPtr((char*)t->data + t->byte_offset),
+                       (int)t->device.device_type, (int)t->device.device_id,
+                       (int)t->dtype.code, (int)t->dtype.bits, (int)t->dtype.lanes, shape,
+                       contiguous, readonly);
+}
 %}

@@ -12,9 +12,10 @@ or by hand with GANG_RANK, GANG_SIZE and GANG_INIT_METHOD) and::
         g.all_reduce(grad, gang.ReduceOperation.MEAN)
         config = g.broadcast_object({"lr": 0.1})   # rank 0's object
 
-Collectives take numpy arrays or any C-contiguous buffer, block while
-releasing the GIL (or return a Work with ``async_op=True``) and raise
-:class:`GangError` subclasses. :func:`split_parallel` builds tensor, pipeline,
+Collectives take torch tensors (CPU, or CUDA on a CUDA gang), numpy arrays
+or any C-contiguous buffer, without copies; they block while releasing the
+GIL (Ctrl-C interrupts them within a fraction of a second), or return a Work
+with ``async_op=True``, and raise :class:`GangError` subclasses. :func:`split_parallel` builds tensor, pipeline,
 data, ... parallel gangs; :class:`FakeGang` stands in for a rank without
 processes.
 
@@ -26,6 +27,7 @@ from . import capi
 from ._buffers import DType
 from ._gang import FakeGang, Gang, ReduceOperation, Work, create, detect_env
 from .errors import (
+    GangTypeError,
     GangAbortedError,
     GangError,
     GangInvalidArgumentError,
@@ -38,21 +40,32 @@ from .errors import (
 from .topology import (
     Axis,
     Gangs,
+    create_fake_gangs,
     create_fsdp_gangs,
     create_parallel_gangs,
     layout,
     split_parallel,
 )
-from .utils import all_gather_list, all_reduce_dict, all_sum, broadcast_flag
+from .utils import (
+    Device,
+    ProcessGroupGang,
+    all_gather_list,
+    all_reduce_dict,
+    all_sum,
+    broadcast_flag,
+    get_default_device,
+)
 
 __version__ = capi.gang_version_string()
 
 __all__ = [
     "Axis",
     "DType",
+    "Device",
     "FakeGang",
     "Gang",
     "Gangs",
+    "ProcessGroupGang",
     "GangAbortedError",
     "GangError",
     "GangInvalidArgumentError",
@@ -60,6 +73,7 @@ __all__ = [
     "GangPeerLostError",
     "GangStoreError",
     "GangTimeoutError",
+    "GangTypeError",
     "GangUnavailableError",
     "ReduceOperation",
     "Work",
@@ -68,9 +82,11 @@ __all__ = [
     "all_sum",
     "broadcast_flag",
     "create",
+    "create_fake_gangs",
     "create_fsdp_gangs",
     "create_parallel_gangs",
     "detect_env",
+    "get_default_device",
     "layout",
     "split_parallel",
 ]

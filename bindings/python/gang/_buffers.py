@@ -1,13 +1,18 @@
 """Buffers: how Python objects become gang's (pointer, count, dtype).
 
-Any object with the buffer protocol works: numpy arrays, bytearray,
-array.array, memoryview. The dtype comes from the buffer's format character;
-16-bit floats whose type Python lacks (bfloat16, or float16 without numpy)
-travel as uint16/int16 views with an explicit ``dtype=``.
+Three kinds of objects work, all without copies:
 
-On a CUDA gang, buffers are device memory described by
-``__cuda_array_interface__`` (torch CUDA tensors, CuPy and Numba arrays):
-gang takes the address, dtype and shape from it, without copies.
+- anything with the buffer protocol: numpy arrays, bytearray, array.array,
+  memoryview (the dtype comes from the buffer's format);
+- tensors that speak DLPack (``__dlpack__``): torch tensors above all, also
+  on CUDA, bfloat16 and bool included; a tensor that requires grad is used
+  through ``detach()``, which shares its memory, as torch.distributed does;
+- on a CUDA gang, objects with ``__cuda_array_interface__`` (CuPy, Numba).
+
+16-bit floats whose type Python lacks (bfloat16 in numpy) travel as
+uint16/int16 views with an explicit ``dtype=``. Every problem raises a
+:class:`GangInvalidArgumentError` (a ValueError), or a :class:`GangTypeError`
+(also a TypeError) for a type problem, saying how to fix it.
 """
 
 import array
@@ -15,6 +20,7 @@ import enum
 import sys
 
 from . import capi
+from .errors import GangInvalidArgumentError, GangTypeError
 
 try:  # numpy is optional; outputs mirror numpy inputs when it is there.
     import numpy as _np
@@ -27,6 +33,7 @@ class DType(enum.IntEnum):
 
     INT8 = capi.GANG_INT8
     UINT8 = capi.GANG_UINT8
+    INT16 = capi.GANG_INT16
     INT32 = capi.GANG_INT32
     UINT32 = capi.GANG_UINT32
     INT64 = capi.GANG_INT64
@@ -35,46 +42,59 @@ class DType(enum.IntEnum):
     BFLOAT16 = capi.GANG_BFLOAT16
     FLOAT32 = capi.GANG_FLOAT32
     FLOAT64 = capi.GANG_FLOAT64
+    BOOL = capi.GANG_BOOL
 
     @property
     def itemsize(self) -> int:
         return capi.gang_dtype_size(self)
 
 
-# (kind, itemsize) -> dtype; kind is "i" signed, "u" unsigned, "f" float.
+# (kind, itemsize) -> dtype; kind is "i" signed, "u" unsigned, "f" float,
+# "bf" bfloat, "b" bool.
 _BY_KIND = {
     ("i", 1): DType.INT8,
     ("u", 1): DType.UINT8,
+    ("i", 2): DType.INT16,
     ("i", 4): DType.INT32,
     ("u", 4): DType.UINT32,
     ("i", 8): DType.INT64,
     ("u", 8): DType.UINT64,
     ("f", 2): DType.FLOAT16,
+    ("bf", 2): DType.BFLOAT16,
     ("f", 4): DType.FLOAT32,
     ("f", 8): DType.FLOAT64,
+    ("b", 1): DType.BOOL,
 }
 _KINDS = {
     "b": "i", "h": "i", "i": "i", "l": "i", "q": "i", "n": "i",
     "B": "u", "H": "u", "I": "u", "L": "u", "Q": "u", "N": "u",
-    "e": "f", "f": "f", "d": "f",
+    "e": "f", "f": "f", "d": "f", "?": "b",
 }
 _NATIVE_PREFIXES = "@=" + ("<" if sys.byteorder == "little" else ">!")
 
 _NAMES = {
     "int8": DType.INT8, "uint8": DType.UINT8,
-    "int32": DType.INT32, "uint32": DType.UINT32,
-    "int64": DType.INT64, "uint64": DType.UINT64,
+    "int16": DType.INT16, "short": DType.INT16,
+    "int32": DType.INT32, "uint32": DType.UINT32, "int": DType.INT32,
+    "int64": DType.INT64, "uint64": DType.UINT64, "long": DType.INT64,
     "float16": DType.FLOAT16, "half": DType.FLOAT16, "fp16": DType.FLOAT16,
     "bfloat16": DType.BFLOAT16, "bf16": DType.BFLOAT16,
     "float32": DType.FLOAT32, "float": DType.FLOAT32, "fp32": DType.FLOAT32,
     "float64": DType.FLOAT64, "double": DType.FLOAT64, "fp64": DType.FLOAT64,
+    "bool": DType.BOOL, "bool_": DType.BOOL,
 }
 
 _HINT = (
-    " (gang takes int8, uint8, int32, uint32, int64, uint64, float16, "
-    "float32 and float64 buffers; pass bfloat16 as a uint16 view with "
-    "dtype='bfloat16')"
+    " (gang takes bool, int8, uint8, int16, int32, uint32, int64, uint64, "
+    "float16, bfloat16, float32 and float64; numpy has no bfloat16: pass a "
+    "uint16 view with dtype='bfloat16', or a torch tensor)"
 )
+
+_CONTIGUOUS_HINT = "pass np.ascontiguousarray(x), or x.contiguous() for a tensor"
+
+# DLPack device types.
+_DL_CPU, _DL_CUDA, _DL_CUDA_HOST = 1, 2, 3
+_DL_KINDS = {0: "i", 1: "u", 2: "f", 4: "bf", 6: "b"}
 
 
 def _kind(fmt: str, itemsize: int):
@@ -99,23 +119,115 @@ def _natural_dtype(mv: memoryview):
 
 
 def as_dtype(dtype) -> DType:
-    """A DType from a DType, an int, a name ("bfloat16") or a numpy dtype."""
+    """A DType from a DType, an int, a name ("bfloat16"), a numpy dtype or
+    a torch dtype (torch.bfloat16)."""
     if isinstance(dtype, DType):
         return dtype
-    if isinstance(dtype, int):
-        return DType(dtype)
+    if isinstance(dtype, int) and not isinstance(dtype, bool):
+        try:
+            return DType(dtype)
+        except ValueError:
+            raise GangTypeError(f"dtype {dtype} is not a gang dtype{_HINT}") from None
     name = getattr(dtype, "name", None) or getattr(dtype, "__name__", None)
     name = str(name if name is not None else dtype).lower()
+    if name.startswith("torch."):
+        name = name[len("torch."):]
     try:
         return _NAMES[name]
     except KeyError:
-        raise TypeError(f"unknown dtype {dtype!r}{_HINT}") from None
+        raise GangTypeError(f"unknown dtype {dtype!r}{_HINT}") from None
 
 
-class DeviceView(int):
-    """Device memory as view() returns it for a CUDA gang: the address (an
-    int, which capi takes as the pointer) with the interface's shape and
-    element count."""
+class AddressView(int):
+    """Memory gang reads through a pointer rather than the buffer protocol:
+    a DLPack tensor's, or device memory's (``__cuda_array_interface__``).
+    The int is the address (capi takes it as the pointer); ``shape`` and
+    ``count`` describe the elements, ``keep`` is what keeps them alive."""
+
+
+def _check_device(what: str, device: bool, on_device: bool, typename: str) -> None:
+    if device and not on_device:
+        raise GangTypeError(
+            f"{what}: a CUDA gang needs device memory (a CUDA tensor, or an "
+            f"object with __cuda_array_interface__), got host memory in a "
+            f"{typename}; move it with .cuda() or .to(gang.device)")
+    if on_device and not device:
+        raise GangTypeError(
+            f"{what}: device memory on a CPU gang; copy it to the host with "
+            f".cpu(), or create the gang with device='cuda'")
+
+
+def _address_view(address: int, shape: tuple, keep) -> AddressView:
+    count = 1
+    for n in shape:
+        count *= n
+    v = AddressView(address or 0)
+    v.shape, v.count, v.keep = shape, count, keep
+    return v
+
+
+def _dlpack_view(obj, writable: bool, dtype, what: str, device: bool) -> tuple:
+    """(AddressView, DType, count) of an object with __dlpack__."""
+    if getattr(obj, "requires_grad", False):
+        obj = obj.detach()  # the same memory, outside autograd
+    try:
+        capsule = obj.__dlpack__()
+    except (BufferError, RuntimeError, TypeError, ValueError) as e:
+        raise GangTypeError(f"{what}: its __dlpack__ failed ({e})") from None
+    (address, dev_type, _, code, bits, lanes, shape, contiguous,
+     readonly) = capi.dlpack_info(capsule)
+    _check_device(what, device, dev_type == _DL_CUDA, type(obj).__name__)
+    if dev_type not in (_DL_CPU, _DL_CUDA, _DL_CUDA_HOST):
+        raise GangTypeError(f"{what}: DLPack device type {dev_type} is neither CPU nor CUDA")
+    if not contiguous:
+        raise GangInvalidArgumentError(f"{what} must be C-contiguous; {_CONTIGUOUS_HINT}")
+    if writable and readonly:
+        raise GangInvalidArgumentError(f"{what} is read-only; gang writes into it")
+    natural = _BY_KIND.get((_DL_KINDS.get(code), bits // 8)) if lanes == 1 else None
+    # torch before 2.0 exports bool as uint8: its dtype says which.
+    tdt = getattr(obj, "dtype", None)
+    if natural is DType.UINT8 and tdt is not None and str(tdt) == "torch.bool":
+        natural = DType.BOOL
+    dt = _choose(what, natural, dtype, bits // 8, _DL_KINDS.get(code) in ("i", "u"),
+                 f"DLPack dtype (code {code}, {bits} bits, {lanes} lanes)")
+    v = _address_view(address, shape, capsule)
+    return v, dt, v.count
+
+
+# torch dtype -> DType or None, learned as they come.
+_BY_TORCH_DTYPE = {}
+
+
+def _torch_dtype(tdt):
+    try:
+        return _BY_TORCH_DTYPE[tdt]
+    except KeyError:
+        try:
+            dt = as_dtype(tdt)
+        except GangTypeError:
+            dt = None
+        _BY_TORCH_DTYPE[tdt] = dt
+        return dt
+
+
+def _torch_view(t, writable: bool, dtype, what: str, device: bool) -> tuple:
+    """(AddressView, DType, count) of a torch tensor, from torch's own
+    description (quicker than DLPack, and it covers bool, which torch's
+    DLPack export lacked before 2.0). Parameters that require grad are
+    used as they are: gang writes their memory outside autograd, as
+    torch.distributed does."""
+    _check_device(what, device, t.is_cuda, type(t).__name__)
+    if not t.is_contiguous():
+        raise GangInvalidArgumentError(f"{what} must be C-contiguous; {_CONTIGUOUS_HINT}")
+    itemsize = t.element_size()
+    dt = _choose(what, _torch_dtype(t.dtype), dtype, itemsize,
+                 not t.dtype.is_floating_point and itemsize == 2, f"dtype {t.dtype}")
+    v = _address_view(t.data_ptr(), tuple(t.shape), t)
+    return v, dt, v.count
+
+
+def _is_torch_tensor(cls) -> bool:
+    return cls.__module__.startswith("torch") and hasattr(cls, "data_ptr")
 
 
 def _typestr_dtype(typestr: str):
@@ -126,134 +238,168 @@ def _typestr_dtype(typestr: str):
     return _BY_KIND.get((kind, int(size)))
 
 
-def _device_view(obj, writable: bool, dtype, what: str) -> tuple:
-    """(DeviceView, DType, count) of an object with __cuda_array_interface__."""
+def _cai_view(obj, writable: bool, dtype, what: str) -> tuple:
+    """(AddressView, DType, count) of an object with __cuda_array_interface__."""
     cai = obj.__cuda_array_interface__
     shape = tuple(int(n) for n in cai["shape"])
     typestr = cai["typestr"]
     address, readonly = cai["data"]
-    count = 1
-    for n in shape:
-        count *= n
     itemsize = int(typestr[2:]) if typestr[2:].isdigit() else 0
+    v = _address_view(address, shape, obj)
     strides = cai.get("strides")
-    if strides is not None and count > 1:
+    if strides is not None and v.count > 1:
         want, step = [], itemsize
         for n in reversed(shape):
             want.append(step)
             step *= n
         if tuple(strides) != tuple(reversed(want)):
-            raise ValueError(f"{what} must be C-contiguous (use .contiguous())")
+            raise GangInvalidArgumentError(f"{what} must be C-contiguous; {_CONTIGUOUS_HINT}")
     if cai.get("mask") is not None:
-        raise ValueError(f"{what}: masked device arrays are not supported")
+        raise GangInvalidArgumentError(f"{what}: masked device arrays are not supported")
     if writable and readonly:
-        raise ValueError(f"{what} is read-only; gang writes into it")
-    natural = _typestr_dtype(typestr)
+        raise GangInvalidArgumentError(f"{what} is read-only; gang writes into it")
+    dt = _choose(what, _typestr_dtype(typestr), dtype, itemsize, typestr[1:2] in "iu",
+                 f"device typestr {typestr!r}")
+    return v, dt, v.count
+
+
+def _choose(what: str, natural, dtype, itemsize: int, integer: bool, described: str) -> DType:
+    """The dtype of an operand: `natural` (what the object says), or the
+    explicit `dtype`, which must agree with it except that a 16-bit integer
+    may carry a 16-bit float's bits."""
     if dtype is None:
         if natural is None:
-            raise TypeError(f"{what}: device typestr {typestr!r} has no gang dtype{_HINT}")
-        dt = natural
-    else:
-        dt = as_dtype(dtype)
-        if natural is not dt and not (itemsize == dt.itemsize == 2 and typestr[1:2] in "iu"):
-            raise TypeError(f"{what}: dtype {dt.name.lower()} does not match the device "
-                            f"typestr {typestr!r}")
-    dv = DeviceView(address or 0)
-    dv.shape, dv.count = shape, count
-    return dv, dt, count
+            raise GangTypeError(f"{what}: {described} has no gang dtype{_HINT}")
+        return natural
+    dt = as_dtype(dtype)
+    if natural is not dt and not (itemsize == dt.itemsize == 2 and integer
+                                  and dt in (DType.FLOAT16, DType.BFLOAT16)):
+        raise GangTypeError(f"{what}: dtype {dt.name.lower()} does not match its {described}")
+    return dt
+
+
+# Types without the buffer protocol, torch's tensor types and the other
+# types (DLPack, CUDA array interface), learned as they come.
+_NO_BUFFER = set()
+_TORCH_TYPES = set()
+_NO_BUFFER_OTHERS = set()
 
 
 def view(obj, *, writable: bool = False, dtype=None, what: str = "x", device: bool = False):
-    """Borrows obj as a buffer: returns (memoryview, DType, element count),
-    or with ``device`` (a CUDA gang) (DeviceView, DType, element count) of
-    an object with ``__cuda_array_interface__``.
+    """Borrows obj: returns (memoryview or AddressView, DType, element
+    count). ``device`` says the gang is a CUDA gang, whose operands are
+    device memory.
 
-    Raises TypeError for an object without the buffer protocol or with no
-    matching gang dtype (or one that differs from ``dtype``), or memory of
-    the wrong side (host for a CUDA gang, device for a CPU gang);
-    ValueError for a buffer that is not C-contiguous, or read-only where
-    ``writable``.
+    Raises GangTypeError for an object gang cannot read, with no matching
+    gang dtype (or one that differs from ``dtype``), or memory on the wrong
+    side (host for a CUDA gang, device for a CPU gang);
+    GangInvalidArgumentError for memory that is not C-contiguous, or
+    read-only where ``writable``.
     """
-    on_device = hasattr(obj, "__cuda_array_interface__")
-    if device != on_device:
-        if device:
-            raise TypeError(
-                f"{what}: a CUDA gang needs device memory (an object with "
-                f"__cuda_array_interface__, such as a torch CUDA tensor), got "
-                f"{type(obj).__name__}"
-            )
-        raise TypeError(f"{what}: device memory on a CPU gang; copy it to the host first "
-                        f"(or create the gang with device='cuda')")
-    if device:
-        return _device_view(obj, writable, dtype, what)
-    try:
-        mv = memoryview(obj)
-    except TypeError:
-        raise TypeError(
-            f"{what}: expected a buffer (numpy array, bytearray, array.array, "
-            f"memoryview), got {type(obj).__name__}"
-        ) from None
+    cls = type(obj)
+    if cls not in _NO_BUFFER and (not device or not hasattr(obj, "__dlpack__")):
+        try:
+            mv = memoryview(obj)
+        except TypeError:
+            _NO_BUFFER.add(cls)  # torch tensors: not again
+            mv = None
+        if mv is not None:
+            _check_device(what, device, False, type(obj).__name__)
+            return _memoryview_view(mv, writable, dtype, what)
+    if cls in _TORCH_TYPES or (cls not in _NO_BUFFER_OTHERS and _is_torch_tensor(cls)):
+        _TORCH_TYPES.add(cls)
+        return _torch_view(obj, writable, dtype, what, device)
+    _NO_BUFFER_OTHERS.add(cls)
+    if hasattr(obj, "__dlpack__"):
+        return _dlpack_view(obj, writable, dtype, what, device)
+    if hasattr(obj, "__cuda_array_interface__"):
+        _check_device(what, device, True, type(obj).__name__)
+        return _cai_view(obj, writable, dtype, what)
+    raise GangTypeError(
+        f"{what}: expected a numpy array, a torch tensor or another buffer "
+        f"(bytearray, array.array, memoryview), got {type(obj).__name__}"
+        + ("; wrap it first: np.asarray(x)" if isinstance(obj, (list, tuple, int, float))
+           else ""))
+
+
+def _memoryview_view(mv: memoryview, writable: bool, dtype, what: str) -> tuple:
     if not mv.c_contiguous:
-        raise ValueError(f"{what} must be C-contiguous")
+        raise GangInvalidArgumentError(f"{what} must be C-contiguous; {_CONTIGUOUS_HINT}")
     if writable and mv.readonly:
-        raise ValueError(f"{what} is read-only; gang writes into it")
+        raise GangInvalidArgumentError(
+            f"{what} is read-only (bytes, a numpy scalar or a read-only array); gang "
+            f"writes into it: pass a writable array, e.g. np.array({what})")
     natural = _natural_dtype(mv)
-    if dtype is None:
-        if natural is None:
-            raise TypeError(f"{what}: buffer format {mv.format!r} has no gang dtype{_HINT}")
-        return mv, natural, mv.nbytes // mv.itemsize
-    dt = as_dtype(dtype)
-    # A 16-bit float's bits may come in any 16-bit integer view.
-    if natural is not dt and not (mv.itemsize == dt.itemsize == 2 and mv.format[-1:] in "hH"):
-        raise TypeError(f"{what}: dtype {dt.name.lower()} does not match the buffer's "
-                        f"format {mv.format!r}")
-    return mv, dt, mv.nbytes // mv.itemsize
+    n = mv.nbytes // mv.itemsize if mv.itemsize else 0
+    if dtype is None and natural is not None:
+        return mv, natural, n
+    fmt = mv.format[-1:]
+    return mv, _choose(what, natural, dtype, mv.itemsize, fmt in "hH",
+                       f"buffer format {mv.format!r}"), n
 
 
-def shape_of(mv) -> tuple:
-    """The buffer's shape; () for a scalar."""
-    return tuple(mv.shape or ())
+def shape_of(v) -> tuple:
+    """The operand's shape; () for a scalar."""
+    return tuple(v.shape or ())
 
 
-def new_like(obj, mv: memoryview, shape: tuple):
-    """A new, uninitialised buffer of obj's element type.
+def _is_tensor(obj) -> bool:
+    return hasattr(obj, "new_empty") and hasattr(obj, "__dlpack__")
 
-    numpy arrays give a numpy array of `shape`; everything else gives a flat
-    buffer of prod(shape) elements: an array.array where the format is an
-    array typecode, else a memoryview over a bytearray (or, for formats
-    memoryview cannot cast to, such as 'e', a numpy array).
+
+def new_like(obj, v, shape: tuple):
+    """A new, uninitialised buffer of obj's type and element type.
+
+    torch tensors give a tensor of `shape` on obj's device (obj.new_empty);
+    numpy arrays a numpy array of `shape`; everything else a flat buffer of
+    prod(shape) elements: an array.array where the format is an array
+    typecode, else a memoryview over a bytearray (or, for formats memoryview
+    cannot cast to, such as 'e', a numpy array).
     """
-    if isinstance(mv, DeviceView):
-        raise TypeError("gang cannot allocate device memory: pass the output buffer "
-                        "(out=...) on a CUDA gang")
+    if _is_tensor(obj):
+        return obj.new_empty(shape)
+    if isinstance(v, AddressView):
+        raise GangTypeError("gang cannot allocate device memory (or memory of a DLPack "
+                            "producer other than torch): pass the output buffer (out=...)")
     if _np is not None and isinstance(obj, _np.ndarray):
         return _np.empty(shape, dtype=obj.dtype)
     count = 1
     for n in shape:
         count *= n
-    fmt = mv.format.lstrip(_NATIVE_PREFIXES)
+    fmt = v.format.lstrip(_NATIVE_PREFIXES)
     if fmt in array.typecodes:
-        return array.array(fmt, bytes(count * mv.itemsize))
+        return array.array(fmt, bytes(count * v.itemsize))
     try:
-        return memoryview(bytearray(count * mv.itemsize)).cast(fmt)
+        return memoryview(bytearray(count * v.itemsize)).cast(fmt)
     except (TypeError, ValueError):
         if _np is None:
-            raise TypeError(f"cannot allocate a buffer of format {mv.format!r}") from None
-        return _np.empty(count, dtype=_np.dtype(mv.format))
+            raise GangTypeError(f"cannot allocate a buffer of format {v.format!r}") from None
+        return _np.empty(count, dtype=_np.dtype(v.format))
 
 
-def rows(obj, mv: memoryview) -> tuple:
-    """(leading dimension, elements per row) of a buffer, used by the
+def _multi_dim(obj, v) -> bool:
+    """Whether rows of obj are its first dimension (numpy arrays and
+    tensors of 2 or more dimensions)."""
+    return len(shape_of(v)) > 1 and (isinstance(v, AddressView) or (
+        _np is not None and isinstance(obj, _np.ndarray)))
+
+
+def rows(obj, v) -> tuple:
+    """(leading dimension, elements per row) of an operand, used by the
     variable-size collectives; a flat or scalar buffer has 1-element rows."""
-    shape = shape_of(mv)
-    if isinstance(mv, DeviceView):
-        if len(shape) <= 1:
-            return mv.count, 1
-        return shape[0], mv.count // shape[0] if shape[0] else 0
-    if len(shape) <= 1 or not (_np is not None and isinstance(obj, _np.ndarray)):
-        count = mv.nbytes // mv.itemsize if mv.itemsize else 0
+    count = v.count if isinstance(v, AddressView) else (
+        v.nbytes // v.itemsize if v.itemsize else 0)
+    if not _multi_dim(obj, v):
         return count, 1
+    shape = shape_of(v)
     per_row = 1
     for n in shape[1:]:
         per_row *= n
     return shape[0], per_row
+
+
+def rows_shape(obj, v, nrows: int, per_row: int) -> tuple:
+    """The shape of a buffer of nrows rows like obj's."""
+    if _multi_dim(obj, v):
+        return (nrows,) + shape_of(v)[1:]
+    return (nrows * per_row,)

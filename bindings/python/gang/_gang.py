@@ -5,10 +5,12 @@ import contextlib
 import datetime
 import enum
 import pickle
+import threading
 
 from . import capi
 from . import errors  # importing it registers the exception classes with capi
-from ._buffers import DType, _np, as_dtype, new_like, rows, shape_of, view
+from ._buffers import DType, _np, as_dtype, new_like, rows, rows_shape, shape_of, view
+from .errors import GangInvalidArgumentError, GangTypeError
 
 __all__ = ["Gang", "FakeGang", "ReduceOperation", "Work", "create", "detect_env"]
 
@@ -22,6 +24,47 @@ class ReduceOperation(enum.IntEnum):
     MIN = capi.GANG_MIN
     MAX = capi.GANG_MAX
     AVG = capi.GANG_AVG
+
+
+# Names a reduction may be given by, as strings or by their .name
+# (torch.distributed.ReduceOp, fairseq2's ReduceOperation).
+_OP_NAMES = {
+    "sum": ReduceOperation.SUM, "mean": ReduceOperation.MEAN, "avg": ReduceOperation.AVG,
+    "product": ReduceOperation.PRODUCT, "prod": ReduceOperation.PRODUCT,
+    "min": ReduceOperation.MIN, "max": ReduceOperation.MAX,
+}
+
+
+def _op(op) -> ReduceOperation:
+    """A ReduceOperation from one, its int, a name ("sum", "mean") or an
+    enum of another library with such a name (torch's ReduceOp.SUM)."""
+    if type(op) is ReduceOperation:
+        return op
+    if isinstance(op, int) and not isinstance(op, bool):
+        try:
+            return ReduceOperation(op)
+        except ValueError:
+            pass
+    else:
+        name = op if isinstance(op, str) else getattr(op, "name", None) or str(op)
+        found = _OP_NAMES.get(str(name).rsplit(".", 1)[-1].lower())
+        if found is not None:
+            return found
+    raise GangTypeError(f"op: {op!r} is not a reduction; use gang.ReduceOperation.SUM, "
+                        f"MEAN, PRODUCT, MIN or MAX (or their names, 'sum', ...)")
+
+
+def _index(name: str, value) -> int:
+    """value as an int (ranks, tags, colors): ints and numpy integers."""
+    if type(value) is int:
+        return value
+    try:
+        if isinstance(value, bool):
+            raise TypeError
+        return int(value.__index__())
+    except (AttributeError, TypeError):
+        raise GangTypeError(f"{name} must be an int, got {type(value).__name__} "
+                            f"{value!r}") from None
 
 
 def _milliseconds(timeout) -> int:
@@ -92,21 +135,16 @@ def _done(work, output, *keep):
     return output if work is None else Work(work, output, keep)
 
 
-def _rows_shape(obj, nrows: int, per_row: int) -> tuple:
-    """The shape of a buffer of nrows rows like obj's."""
-    if _np is not None and isinstance(obj, _np.ndarray) and obj.ndim > 1:
-        return (nrows,) + obj.shape[1:]
-    return (nrows * per_row,)
-
-
 def _check_dtypes(what: str, a: DType, b: DType) -> None:
     if a is not b:
-        raise TypeError(f"{what}: dtype {b.name.lower()} differs from x's {a.name.lower()}")
+        raise GangTypeError(f"{what}: dtype {b.name.lower()} differs from x's "
+                            f"{a.name.lower()}; give both the same dtype")
 
 
 def _check_count(what: str, have: int, want: int) -> None:
     if have != want:
-        raise ValueError(f"{what} has {have} elements, the operation needs {want}")
+        raise GangInvalidArgumentError(
+            f"{what} has {have} elements, the operation needs {want}")
 
 
 class Gang:
@@ -132,6 +170,7 @@ class Gang:
         self._size = capi.gang_size(handle)
         self._cuda = capi.gang_device_type(handle) != capi.GANG_DEVICE_CPU
         self._ranks = None
+        self._group_thread = None  # the thread with an open group()
 
     def set_cuda_stream(self, stream) -> None:
         """Orders this CUDA gang's operations on `stream`: a torch or CuPy
@@ -143,7 +182,7 @@ class Gang:
             if handle is None:
                 handle = getattr(stream, "ptr", None)
             if not isinstance(handle, int):
-                raise TypeError(f"stream: expected a CUDA stream, an int or None, got "
+                raise GangTypeError(f"stream: expected a CUDA stream, an int or None, got "
                                 f"{type(stream).__name__}")
             stream = handle
         capi.gang_set_cuda_stream(self._h, stream if stream else None)
@@ -158,7 +197,7 @@ class Gang:
     def __getattr__(self, name):
         # Only reached for attributes that are missing: _h once closed.
         if name == "_h":
-            raise ValueError("operation on a closed gang")
+            raise GangInvalidArgumentError("operation on a closed gang; create a new gang")
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     def _detach(self):
@@ -290,41 +329,80 @@ class Gang:
 
     # ---- collectives ----------------------------------------------------
 
+    # How a collective completes: True returns a Work; False blocks, waiting
+    # in slices so that Ctrl-C (KeyboardInterrupt) ends it within a fraction
+    # of a second (aborting the gang, see capi's gang_work_t** typemap);
+    # None, on the thread that opened a group(), queues it in the group.
+    def _mode(self, async_op):
+        if self._group_thread is not None and self._group_thread == threading.get_ident():
+            if async_op:
+                raise GangInvalidArgumentError("operations in a group take no async_op; "
+                                               "the group completes as one")
+            return None
+        return bool(async_op)
+
     def all_reduce(self, x, op=ReduceOperation.SUM, *, dtype=None, async_op=False):
-        """Reduces x over every rank, in place; returns x."""
+        """Reduces x over every rank, in place; returns x (torch's and
+        fairseq2's all_reduce(tensor, op))."""
+        op = _op(op)
         mv, dt, n = self._view(x, writable=True, dtype=dtype)
-        return _done(capi.gang_all_reduce(self._h, mv, mv, n, dt, op, async_op), x, mv)
+        return _done(capi.gang_all_reduce(self._h, mv, mv, n, dt, op, self._mode(async_op)),
+                     x, mv)
 
     def reduce(self, x, op=ReduceOperation.SUM, dst=0, *, dtype=None, async_op=False):
         """Reduces x over every rank into x at rank dst (other ranks' x is
         left alone); returns x."""
+        op, dst = _op(op), _index("dst", dst)
         at_dst = self._rank == dst
         mv, dt, n = self._view(x, writable=at_dst, dtype=dtype)
-        work = capi.gang_reduce(self._h, mv, mv if at_dst else None, n, dt, op, dst, async_op)
+        work = capi.gang_reduce(self._h, mv, mv if at_dst else None, n, dt, op, dst,
+                                self._mode(async_op))
         return _done(work, x, mv)
 
     def broadcast(self, x, source_rank=0, *, dtype=None, async_op=False):
         """Copies source_rank's x into every rank's x; returns x."""
+        source_rank = _index("source_rank", source_rank)
         mv, dt, n = self._view(x, writable=True, dtype=dtype)
-        return _done(capi.gang_broadcast(self._h, mv, n, dt, source_rank, async_op), x, mv)
+        return _done(capi.gang_broadcast(self._h, mv, n, dt, source_rank,
+                                         self._mode(async_op)), x, mv)
 
     def all_gather(self, out, x, *, dtype=None, async_op=False):
         """out (size times x's elements) = every rank's x in rank order;
-        returns out."""
+        returns out (fairseq2's all_gather(output, input))."""
         xv, dt, n = self._view(x, dtype=dtype)
         ov, odt, m = self._view(out, writable=True, dtype=dtype, what="out")
         _check_dtypes("out", dt, odt)
         _check_count("out", m, n * self._size)
-        return _done(capi.gang_all_gather(self._h, xv, ov, n, dt, async_op), out, xv, ov)
+        return _done(capi.gang_all_gather(self._h, xv, ov, n, dt, self._mode(async_op)),
+                     out, xv, ov)
 
-    def all_gather_to_list(self, x, *, dtype=None) -> list:
-        """Every rank's x, in rank order, as a list of new buffers."""
+    def all_gather_to_list(self, output_list, x=None, *, dtype=None) -> list:
+        """Every rank's x, in rank order, as a list.
+
+        fairseq2's form, all_gather_to_list(output_list, x), fills the
+        size buffers of output_list (each like x) and returns it;
+        all_gather_to_list(x) returns a list of new buffers like x."""
+        if x is None:
+            output_list, x = None, output_list
         xv, _, n = self._view(x, dtype=dtype)
+        if output_list is not None and len(output_list) != self._size:
+            raise GangInvalidArgumentError(f"output_list has {len(output_list)} entries; "
+                                           f"the gang has {self._size} ranks")
         out = new_like(x, xv, (self._size,) + shape_of(xv))
         self.all_gather(out, x, dtype=dtype)
-        if _np is not None and isinstance(out, _np.ndarray):
-            return [out[r, ...] for r in range(self._size)]
-        return [out[r * n:(r + 1) * n] for r in range(self._size)]
+        if _np is not None and isinstance(out, _np.ndarray) or hasattr(out, "new_empty"):
+            parts = [out[r] for r in range(self._size)]
+        else:
+            parts = [out[r * n:(r + 1) * n] for r in range(self._size)]
+        if output_list is None:
+            return parts
+        for r, part in enumerate(parts):
+            dst = output_list[r]
+            if hasattr(dst, "copy_"):
+                dst.copy_(part)
+            else:
+                memoryview(dst).cast("B")[:] = memoryview(part).cast("B")
+        return output_list
 
     def _gather_rows(self, nrows: int) -> list:
         counts = array.array("q", [nrows])
@@ -337,23 +415,27 @@ class Gang:
         contributing different numbers of rows (sizes[r] rows from rank r;
         learned with one extra all-gather when None). Returns out."""
         xv, dt, _ = self._view(x, dtype=dtype)
+        if out is not None:  # checked before the sizes exchange
+            self._view(out, writable=True, dtype=dtype, what="out")
         nrows, per_row = rows(x, xv)
         sizes = self._gather_rows(nrows) if sizes is None else list(sizes)
         if len(sizes) != self._size or sizes[self._rank] != nrows:
-            raise ValueError(f"sizes {sizes} must list {self._size} row counts, "
-                             f"this rank's being {nrows}")
+            raise GangInvalidArgumentError(f"sizes {sizes} must list {self._size} row counts, "
+                                           f"this rank's being {nrows}")
         if out is None:
-            out = new_like(x, xv, _rows_shape(x, sum(sizes), per_row))
+            out = new_like(x, xv, rows_shape(x, xv, sum(sizes), per_row))
         ov, odt, m = self._view(out, writable=True, dtype=dtype, what="out")
         _check_dtypes("out", dt, odt)
         counts = [s * per_row for s in sizes]
         _check_count("out", m, sum(counts))
-        work = capi.gang_all_gatherv(self._h, xv, counts[self._rank], ov, counts, dt, async_op)
+        work = capi.gang_all_gatherv(self._h, xv, counts[self._rank], ov, counts, dt,
+                                     self._mode(async_op))
         return _done(work, out, xv, ov)
 
     def gather(self, x, dst=0, *, out=None, dtype=None, async_op=False):
         """At rank dst, every rank's x stacked in rank order (returned);
         None on the other ranks."""
+        dst = _index("dst", dst)
         xv, dt, n = self._view(x, dtype=dtype)
         ov = None
         if self._rank == dst:
@@ -364,53 +446,59 @@ class Gang:
             _check_count("out", m, n * self._size)
         else:
             out = None
-        work = capi.gang_gather(self._h, xv, ov, n, dt, dst, async_op)
+        work = capi.gang_gather(self._h, xv, ov, n, dt, dst, self._mode(async_op))
         return _done(work, out, xv, ov)
 
     def scatter(self, out, x=None, src=0, *, dtype=None, async_op=False):
         """Rank r's out = chunk r of x at rank src (size chunks of out's
         elements; x is ignored elsewhere). Returns out."""
+        src = _index("src", src)
         ov, dt, n = self._view(out, writable=True, dtype=dtype, what="out")
         xv = None
         if self._rank == src:
             xv, xdt, m = self._view(x, dtype=dtype)
             _check_dtypes("x", dt, xdt)
             _check_count("x", m, n * self._size)
-        return _done(capi.gang_scatter(self._h, xv, ov, n, dt, src, async_op), out, xv, ov)
+        return _done(capi.gang_scatter(self._h, xv, ov, n, dt, src, self._mode(async_op)),
+                     out, xv, ov)
 
     def reduce_scatter(self, x, op=ReduceOperation.SUM, *, out=None, dtype=None,
                        async_op=False):
         """Reduces x over every rank and gives rank r chunk r (x's first
         dimension split in size equal parts). Returns out."""
+        op = _op(op)
         xv, dt, _ = self._view(x, dtype=dtype)
         nrows, per_row = rows(x, xv)
         if nrows % self._size:
-            raise ValueError(f"x has {nrows} rows, not a multiple of the gang size {self._size}")
+            raise GangInvalidArgumentError(
+                f"x has {nrows} rows, not a multiple of the gang size {self._size}")
         chunk = nrows // self._size
         if out is None:
-            out = new_like(x, xv, _rows_shape(x, chunk, per_row))
+            out = new_like(x, xv, rows_shape(x, xv, chunk, per_row))
         ov, odt, m = self._view(out, writable=True, dtype=dtype, what="out")
         _check_dtypes("out", dt, odt)
         _check_count("out", m, chunk * per_row)
-        work = capi.gang_reduce_scatter(self._h, xv, ov, chunk * per_row, dt, op, async_op)
+        work = capi.gang_reduce_scatter(self._h, xv, ov, chunk * per_row, dt, op,
+                                        self._mode(async_op))
         return _done(work, out, xv, ov)
 
     def reduce_scatterv(self, x, sizes, op=ReduceOperation.SUM, *, out=None, dtype=None,
                         async_op=False):
         """Like reduce_scatter with chunk r of sizes[r] rows. Returns out."""
+        op = _op(op)
         xv, dt, _ = self._view(x, dtype=dtype)
         nrows, per_row = rows(x, xv)
-        sizes = list(sizes)
+        sizes = [_index("sizes[i]", n) for n in sizes]
         if len(sizes) != self._size or sum(sizes) != nrows:
-            raise ValueError(f"sizes {sizes} must list {self._size} row counts adding up "
-                             f"to x's {nrows} rows")
+            raise GangInvalidArgumentError(f"sizes {sizes} must list {self._size} row counts "
+                                           f"adding up to x's {nrows} rows")
         if out is None:
-            out = new_like(x, xv, _rows_shape(x, sizes[self._rank], per_row))
+            out = new_like(x, xv, rows_shape(x, xv, sizes[self._rank], per_row))
         ov, odt, m = self._view(out, writable=True, dtype=dtype, what="out")
         _check_dtypes("out", dt, odt)
         counts = [s * per_row for s in sizes]
         _check_count("out", m, counts[self._rank])
-        work = capi.gang_reduce_scatterv(self._h, xv, ov, counts, dt, op, async_op)
+        work = capi.gang_reduce_scatterv(self._h, xv, ov, counts, dt, op, self._mode(async_op))
         return _done(work, out, xv, ov)
 
     def all_to_all(self, out, x, *, dtype=None, async_op=False):
@@ -420,9 +508,10 @@ class Gang:
         ov, odt, m = self._view(out, writable=True, dtype=dtype, what="out")
         _check_dtypes("out", dt, odt)
         if n % self._size:
-            raise ValueError(f"x has {n} elements, not a multiple of the gang size {self._size}")
+            raise GangInvalidArgumentError(
+                f"x has {n} elements, not a multiple of the gang size {self._size}")
         _check_count("out", m, n)
-        work = capi.gang_all_to_all(self._h, xv, ov, n // self._size, dt, async_op)
+        work = capi.gang_all_to_all(self._h, xv, ov, n // self._size, dt, self._mode(async_op))
         return _done(work, out, xv, ov)
 
     def all_to_allv(self, x, send_sizes, recv_sizes, *, out=None, dtype=None,
@@ -431,32 +520,38 @@ class Gang:
         from rank p, packed in rank order into out (returned)."""
         xv, dt, _ = self._view(x, dtype=dtype)
         nrows, per_row = rows(x, xv)
-        send_sizes, recv_sizes = list(send_sizes), list(recv_sizes)
+        send_sizes = [_index("send_sizes[i]", n) for n in send_sizes]
+        recv_sizes = [_index("recv_sizes[i]", n) for n in recv_sizes]
         if len(send_sizes) != self._size or len(recv_sizes) != self._size:
-            raise ValueError(f"send_sizes and recv_sizes must have {self._size} entries")
+            raise GangInvalidArgumentError(
+                f"send_sizes and recv_sizes must have {self._size} entries")
         if sum(send_sizes) != nrows:
-            raise ValueError(f"send_sizes add up to {sum(send_sizes)} rows, x has {nrows}")
+            raise GangInvalidArgumentError(
+                f"send_sizes add up to {sum(send_sizes)} rows, x has {nrows}")
         if out is None:
-            out = new_like(x, xv, _rows_shape(x, sum(recv_sizes), per_row))
+            out = new_like(x, xv, rows_shape(x, xv, sum(recv_sizes), per_row))
         ov, odt, m = self._view(out, writable=True, dtype=dtype, what="out")
         _check_dtypes("out", dt, odt)
         _check_count("out", m, sum(recv_sizes) * per_row)
         work = capi.gang_all_to_allv(self._h, xv, [s * per_row for s in send_sizes], ov,
-                                     [s * per_row for s in recv_sizes], dt, async_op)
+                                     [s * per_row for s in recv_sizes], dt,
+                                     self._mode(async_op))
         return _done(work, out, xv, ov)
 
     def send(self, x, dst=None, tag=0, *, dtype=None, async_op=False):
         """Sends x to rank dst (default: the next rank) with a tag."""
         mv, dt, n = self._view(x, dtype=dtype)
-        dst = (self._rank + 1) % self._size if dst is None else dst
-        return _done(capi.gang_send(self._h, mv, n, dt, dst, tag, async_op), None, mv)
+        dst = (self._rank + 1) % self._size if dst is None else _index("dst", dst)
+        return _done(capi.gang_send(self._h, mv, n, dt, dst, _index("tag", tag),
+                                    self._mode(async_op)), None, mv)
 
     def recv(self, out, src=None, tag=0, *, dtype=None, async_op=False):
         """Receives into out from rank src (default: the previous rank);
         out's size and dtype must equal the sender's. Returns out."""
         mv, dt, n = self._view(out, writable=True, dtype=dtype, what="out")
-        src = (self._rank - 1) % self._size if src is None else src
-        return _done(capi.gang_recv(self._h, mv, n, dt, src, tag, async_op), out, mv)
+        src = (self._rank - 1) % self._size if src is None else _index("src", src)
+        return _done(capi.gang_recv(self._h, mv, n, dt, src, _index("tag", tag),
+                                    self._mode(async_op)), out, mv)
 
     @contextlib.contextmanager
     def group(self):
@@ -471,17 +566,20 @@ class Gang:
         """
         handle = self._h
         capi.gang_group_start(handle)
+        self._group_thread = threading.get_ident()
         try:
             yield self
         except BaseException:
+            self._group_thread = None
             with contextlib.suppress(errors.GangError):
-                capi.gang_group_end(handle, False)
+                capi.gang_group_end(handle, None)
             raise
+        self._group_thread = None
         capi.gang_group_end(handle, False)
 
     def barrier(self, *, async_op=False):
         """Returns once every rank has entered the barrier."""
-        return _done(capi.gang_barrier(self._h, async_op), None)
+        return _done(capi.gang_barrier(self._h, self._mode(async_op)), None)
 
     # ---- helpers from training code --------------------------------------
 
@@ -522,43 +620,119 @@ class Gang:
         return pickle.loads(capi.gang_recv_bytes(self._h, src, tag))
 
     def broadcast_tensor_dict(self, tensor_dict=None, src=0) -> dict:
-        """src's dict on every rank: numpy arrays travel as raw buffers
-        (any dtype), other values pickled with the metadata."""
+        """src's dict on every rank (vLLM's broadcast_tensor_dict): numpy
+        arrays (on a CPU gang) and torch tensors on the gang's device travel
+        as raw buffers, any dtype; other values pickled with the metadata."""
+        src = _index("src", src)
         if self._rank == src:
-            metadata, arrays = [], []
+            metadata, buffers = [], []
             for key, value in tensor_dict.items():
-                # A CUDA gang's collectives take device memory: host arrays
-                # travel pickled with the metadata there.
-                if _np is not None and isinstance(value, _np.ndarray) and not self._cuda:
+                kind = _raw_kind(value, self._cuda)
+                if kind == "numpy":
                     a = _np.ascontiguousarray(value)
                     if not a.flags.writeable:
                         a = a.copy()
-                    metadata.append((key, True, (a.dtype.str, a.shape)))
-                    arrays.append(a)
+                    metadata.append((key, kind, (a.dtype.str, a.shape)))
+                    buffers.append(a)
+                elif kind == "torch":
+                    t = value.detach().contiguous()
+                    metadata.append((key, kind, (str(t.dtype), tuple(t.shape))))
+                    buffers.append(t)
                 else:
-                    metadata.append((key, False, value))
+                    metadata.append((key, None, value))
             self.broadcast_object(metadata, src)
-            for a in arrays:
-                self.broadcast(a.reshape(-1).view(_np.uint8), src)
+            for b in buffers:
+                self.broadcast(b, src)
             return tensor_dict
         result = {}
-        for key, is_array, value in self.broadcast_object(None, src):
-            if is_array:
-                a = _np.empty(value[1], dtype=_np.dtype(value[0]))
-                self.broadcast(a.reshape(-1).view(_np.uint8), src)
-                value = a
+        for key, kind, value in self.broadcast_object(None, src):
+            if kind == "numpy":
+                value = _np.empty(value[1], dtype=_np.dtype(value[0]))
+                self.broadcast(value, src)
+            elif kind == "torch":
+                import torch
+
+                value = torch.empty(value[1], dtype=getattr(torch, value[0][len("torch."):]),
+                                    device=self.device)
+                self.broadcast(value, src)
             result[key] = value
         return result
+
+
+def _raw_kind(value, cuda: bool):
+    """How broadcast_tensor_dict sends value: "numpy", "torch" or None
+    (pickled): raw only in the memory the gang's collectives take."""
+    if _np is not None and isinstance(value, _np.ndarray) and not cuda:
+        return "numpy"
+    if type(value).__module__.startswith("torch") and hasattr(value, "is_cuda") \
+            and bool(value.is_cuda) == cuda:
+        return "torch"
+    return None
 
 
 class FakeGang(Gang):
     """One process standing in for rank `rank` of a `size`-rank gang in
     which every rank holds this rank's data: no traffic. all_reduce SUM
-    gives x*size, MEAN/MIN/MAX give x, gathers repeat x, broadcast and
-    barrier do nothing; send/recv and split are unsupported."""
+    gives x*size, PRODUCT x**size, MEAN/MIN/MAX x; gathers repeat x;
+    broadcasts (of buffers and of objects) leave every rank with what it
+    has; barrier does nothing; send/recv and split are unsupported.
 
-    def __init__(self, rank: int = 0, size: int = 1):
-        super().__init__(capi.gang_create_fake(rank, size))
+    fairseq2's signature: ``FakeGang(rank=0, size=1, device=None)``;
+    ``device`` ("cpu", "cuda:0", a torch.device) is what ``.device``
+    reports. On a CUDA device the collectives work on CUDA tensors with
+    torch's own operations (the library's fake backend reads host memory).
+    """
+
+    def __init__(self, rank: int = 0, size: int = 1, device=None):
+        super().__init__(capi.gang_create_fake(_index("rank", rank), _index("size", size)))
+        self._device = "cpu" if device is None else str(device)
+        _parse_device(self._device)  # rejects what is neither CPU nor CUDA
+        self._fake_cuda = self._device != "cpu"
+
+    @property
+    def device(self) -> str:
+        return self._device
+
+    def _view(self, obj, **kw):
+        return view(obj, device=False, **kw)
+
+    def all_reduce(self, x, op=ReduceOperation.SUM, *, dtype=None, async_op=False):
+        if not self._fake_cuda:
+            return super().all_reduce(x, op, dtype=dtype, async_op=async_op)
+        op = _op(op)
+        if op is ReduceOperation.SUM:
+            x.mul_(self._size)
+        elif op is ReduceOperation.PRODUCT:
+            x.pow_(self._size)
+        return _done(None, x)
+
+    def broadcast(self, x, source_rank=0, *, dtype=None, async_op=False):
+        if not self._fake_cuda:
+            return super().broadcast(x, source_rank, dtype=dtype, async_op=async_op)
+        return _done(None, x)
+
+    def all_gather(self, out, x, *, dtype=None, async_op=False):
+        if not self._fake_cuda:
+            return super().all_gather(out, x, dtype=dtype, async_op=async_op)
+        flat = out.view(self._size, -1)
+        for r in range(self._size):
+            flat[r].copy_(x.reshape(-1))
+        return _done(None, out)
+
+    def barrier(self, *, async_op=False):
+        if not self._fake_cuda:
+            return super().barrier(async_op=async_op)
+        return _done(None, None)
+
+    # Every rank holds this rank's objects: a broadcast leaves them be.
+    def broadcast_object(self, obj=None, src=0):
+        return obj
+
+    def broadcast_objects(self, objects: list, source_rank=0) -> None:
+        return None
+
+    def broadcast_tensor_dict(self, tensor_dict=None, src=0) -> dict:
+        return tensor_dict
 
 
 def _parse_device(device) -> tuple:
@@ -567,7 +741,7 @@ def _parse_device(device) -> tuple:
     kind, _, index = text.partition(":")
     types = {"cpu": capi.GANG_DEVICE_CPU, "cuda": capi.GANG_DEVICE_CUDA}
     if kind not in types or (index and not index.isdigit()):
-        raise ValueError(f"device {text!r}: expected 'cpu', 'cuda' or 'cuda:N'")
+        raise GangInvalidArgumentError(f"device {text!r}: expected 'cpu', 'cuda' or 'cuda:N'")
     return types[kind], int(index) if index else -1
 
 

@@ -12,9 +12,15 @@ message (``gang_last_error()``, read on the thread that made the call)::
      +-- GangStoreError
      +-- GangUnavailableError
      +-- GangInvalidArgumentError (also ValueError)
+          +-- GangTypeError (also TypeError)
 
-An invalid argument is therefore a ``ValueError`` as well, and a timeout a
-``TimeoutError``. After any error raised by an operation that was issued
+An invalid argument is therefore a ``ValueError`` as well (and one of the
+wrong type a ``TypeError``), and a timeout a ``TimeoutError``. Arguments are
+checked on the calling rank before anything is sent, so an argument error
+leaves the gang usable; but the other ranks, which passed their checks, are
+left waiting in the operation until the gang's timeout, unless this rank
+calls ``abort()`` (their operation then fails at once with
+GangPeerLostError) or retries with a correct argument. After any error raised by an operation that was issued
 (timeout, lost peer, mismatch, abort) the gang is failed: later operations
 raise GangAbortedError at once; close it.
 """
@@ -30,6 +36,7 @@ __all__ = [
     "GangStoreError",
     "GangUnavailableError",
     "GangInvalidArgumentError",
+    "GangTypeError",
 ]
 
 
@@ -77,7 +84,16 @@ class GangUnavailableError(GangError):
 
 
 class GangInvalidArgumentError(GangError, ValueError):
-    """The library rejected an argument before any traffic."""
+    """An argument was rejected before any traffic, by the package or the
+    library; the message says which and how to fix it."""
+
+    def __init__(self, message: str, status: int = capi.GANG_ERR_INVALID_ARGUMENT):
+        super().__init__(message, status)
+
+
+class GangTypeError(GangInvalidArgumentError, TypeError):
+    """An argument of a type gang cannot use (a list for a buffer, an
+    unknown dtype or reduction, a float for a rank)."""
 
 
 _BY_STATUS = {
@@ -91,8 +107,11 @@ _BY_STATUS = {
 }
 
 
-def error_from_status(status: int, message: str) -> GangError:
-    """The exception for a failed call's status and message."""
+def error_from_status(status: int, message: str, type_error: int = 0) -> GangError:
+    """The exception for a failed call's status and message; type_error
+    says capi could not convert an argument (GangTypeError)."""
+    if type_error:
+        return GangTypeError(message, status)
     return _BY_STATUS.get(status, GangError)(message, status)
 
 

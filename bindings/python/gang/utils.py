@@ -4,9 +4,18 @@ import numbers
 import pickle
 
 from ._buffers import _np
-from ._gang import Gang
+from ._gang import Gang, ReduceOperation, create
+from .errors import GangInvalidArgumentError
 
-__all__ = ["broadcast_flag", "all_sum", "all_reduce_dict", "all_gather_list"]
+__all__ = [
+    "Device",
+    "ProcessGroupGang",
+    "all_gather_list",
+    "all_reduce_dict",
+    "all_sum",
+    "broadcast_flag",
+    "get_default_device",
+]
 
 
 def broadcast_flag(gang: Gang, flag: bool, source_rank: int = 0) -> bool:
@@ -14,8 +23,13 @@ def broadcast_flag(gang: Gang, flag: bool, source_rank: int = 0) -> bool:
     return gang.broadcast_flag(flag, source_rank)
 
 
-def all_sum(gang: Gang, value) -> float:
-    """fairseq2: the sum of every rank's value."""
+def all_sum(gang: Gang, value):
+    """fairseq2: the sum of every rank's value. A tensor gives a new tensor
+    (the input is left alone), a number a float."""
+    if hasattr(value, "clone") and hasattr(value, "__dlpack__"):
+        total = value.detach().clone()
+        gang.all_reduce(total, ReduceOperation.SUM)
+        return total
     return gang.all_sum(value)
 
 
@@ -51,5 +65,46 @@ def all_gather_list(data, gang: Gang, max_size=None) -> list:
     max_size, if given, still bounds this rank's pickled payload.
     """
     if max_size is not None and len(pickle.dumps(data)) > max_size:
-        raise ValueError(f"all_gather_list: encoded data exceeds max_size={max_size}")
+        raise GangInvalidArgumentError(f"all_gather_list: encoded data exceeds max_size={max_size}")
     return gang.all_gather_object(data)
+
+
+def Device(spec="cpu"):
+    """fairseq2's Device (a torch.device): "cpu", "cuda", "cuda:N". Without
+    torch, the spec itself, which gang takes wherever it takes a device."""
+    try:
+        import torch
+    except ImportError:
+        return str(spec)
+    return torch.device(spec)
+
+
+def get_default_device():
+    """fairseq2's default device: CUDA device local_rank % devices when
+    torch sees CUDA, else the CPU."""
+    try:
+        import torch
+    except ImportError:
+        return Device("cpu")
+    if not torch.cuda.is_available() or torch.cuda.device_count() == 0:
+        return Device("cpu")
+    from ._gang import detect_env
+
+    local_rank = max(detect_env()["local_rank"], 0)
+    return Device(f"cuda:{local_rank % torch.cuda.device_count()}")
+
+
+class ProcessGroupGang:
+    """fairseq2's ProcessGroupGang entry points, giving gang's own gangs
+    (they do not wrap a torch ProcessGroup)."""
+
+    @staticmethod
+    def create_default_process_group(device=None, *, timeout=None, **_ignored) -> Gang:
+        """The root gang of the launcher's processes on `device` (default:
+        get_default_device()). Collective over every rank. Arguments of
+        fairseq2's that concern torch.distributed alone (high_priority,
+        num_threads, ok_initialized, ...) are accepted and ignored."""
+        device = get_default_device() if device is None else device
+        return create(device=str(device), timeout=timeout)
+
+    init_default_process_group = create_default_process_group

@@ -40,8 +40,11 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def run_ranks(size, fn, *args, timeout=120, env=None, check=True):
+def run_ranks(size, fn, *args, timeout=120, env=None, check=True, local_size=None):
     """Runs fn(*args) in `size` rank processes; returns their RankResults.
+
+    local_size, if given, places them local_size to a "node" (GANG_LOCAL_RANK
+    and GANG_LOCAL_SIZE), as a launcher would.
 
     With check, fails the test unless every rank exited 0. Ranks still
     running after `timeout` seconds are killed (and fail the test).
@@ -59,6 +62,9 @@ def run_ranks(size, fn, *args, timeout=120, env=None, check=True):
         for rank in range(size):
             rank_env = dict(base_env, GANG_RANK=str(rank),
                             GANG_TEST_RESULT=os.path.join(tmp, f"{rank}.pickle"))
+            if local_size:  # placed as a launcher places ranks on nodes
+                rank_env.update(GANG_LOCAL_RANK=str(rank % local_size),
+                                GANG_LOCAL_SIZE=str(local_size))
             procs.append(subprocess.Popen(
                 [sys.executable, RANK_MAIN, fn.__module__, fn.__name__, repr(args)],
                 env=rank_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,

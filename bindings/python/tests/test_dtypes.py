@@ -12,7 +12,7 @@ from gang import ReduceOperation as Op
 from multirank import run_ranks
 
 NUMPY_DTYPES = {
-    np.int8: DType.INT8, np.uint8: DType.UINT8,
+    np.int8: DType.INT8, np.uint8: DType.UINT8, np.int16: DType.INT16,
     np.int32: DType.INT32, np.uint32: DType.UINT32,
     np.int64: DType.INT64, np.uint64: DType.UINT64,
     np.float16: DType.FLOAT16, np.float32: DType.FLOAT32, np.float64: DType.FLOAT64,
@@ -64,18 +64,34 @@ def test_explicit_dtype_and_rejections_single_process():
         view(np.zeros(2, np.float16), dtype="bfloat16")
     with pytest.raises(TypeError):
         view(np.zeros(2, np.float32), dtype="int32")
-    with pytest.raises(TypeError):
-        view(np.zeros(2, np.int16))
-    with pytest.raises(TypeError):
-        view(np.zeros(2, np.bool_))
+    assert view(np.zeros(2, np.int16))[1] is DType.INT16
+    assert view(np.zeros(2, np.bool_))[1] is DType.BOOL
+    with pytest.raises(gang.GangTypeError, match="bfloat16"):
+        view(np.zeros(2, np.uint16))  # no uint16 dtype
+    with pytest.raises(gang.GangTypeError, match=r"np\.asarray"):
+        view([1.0, 2.0])
     with pytest.raises(TypeError):
         view([1.0, 2.0])  # lists have no buffer
     with pytest.raises(TypeError, match="unknown dtype"):
         view(bits, dtype="float8")
-    with pytest.raises(ValueError, match="C-contiguous"):
+    with pytest.raises(gang.GangInvalidArgumentError, match=r"C-contiguous; pass np\.ascontiguousarray"):
         view(np.zeros((4, 4), np.float32)[:, 1])
-    with pytest.raises(ValueError, match="read-only"):
+    with pytest.raises(gang.GangInvalidArgumentError, match="read-only.*np.array"):
         view(b"abcd", writable=True)
+    with pytest.raises(gang.GangInvalidArgumentError, match="read-only"):
+        view(np.float32(1.0), writable=True)  # numpy scalars are read-only
+
+
+def test_bool_reduces_as_or_and_and():
+    x = np.array([True, False, True])
+    with gang.FakeGang(rank=0, size=3) as g:
+        g.all_reduce(x)  # or
+        np.testing.assert_array_equal(x, [True, False, True])
+        g.all_reduce(x, Op.MIN)  # and
+        np.testing.assert_array_equal(x, [True, False, True])
+        assert g.supports(Op.SUM, "bool") and not g.supports(Op.MEAN, np.bool_)
+        with pytest.raises(gang.GangError, match="bool cannot be averaged"):
+            g.all_reduce(x, Op.MEAN)
 
 
 def _float16_bfloat16():
@@ -124,7 +140,7 @@ def _rejected_before_traffic():
             with pytest.raises(TypeError):
                 g.all_reduce(f32, dtype="bfloat16")
             with pytest.raises(TypeError):
-                g.all_reduce(np.zeros(3, np.int16))
+                g.all_reduce(np.zeros(3, np.uint16))
             with pytest.raises(TypeError):
                 g.all_reduce("not a buffer")
             with pytest.raises(ValueError, match="C-contiguous"):

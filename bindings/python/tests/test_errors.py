@@ -173,3 +173,42 @@ def _gil_released():
 def test_gil_released_while_waiting():
     results = run_ranks(2, _gil_released)
     print(f"the other thread ran {results[0].value} iterations during the wait")
+
+
+def test_one_error_tree_without_swig_text():
+    """Every argument problem is a GangInvalidArgumentError (a ValueError),
+    type problems a GangTypeError (also a TypeError), with a message that
+    names the argument and says the fix; no SWIG text."""
+    x = np.ones(4)
+    with gang.FakeGang(rank=0, size=2) as g:
+        g.all_reduce(x, op="sum")  # names work: "sum", "mean", torch's ReduceOp.SUM
+        g.all_reduce(x, op="MEAN")
+        assert (x == 2).all()
+        cases = [
+            (lambda: g.all_reduce(x, op="average"), gang.GangTypeError, "ReduceOperation.SUM"),
+            (lambda: g.all_reduce(x, op=17), gang.GangTypeError, "not a reduction"),
+            (lambda: g.broadcast(x, source_rank=0.5), gang.GangTypeError, "source_rank must be an int"),
+            (lambda: g.send(x, dst="1"), gang.GangTypeError, "dst must be an int"),
+            (lambda: g.all_reduce([1.0, 2.0]), gang.GangTypeError, "np.asarray"),
+            (lambda: g.all_reduce(x, dtype="complex"), gang.GangTypeError, "unknown dtype"),
+            (lambda: g.all_reduce(np.ones((4, 4))[:, 0]), gang.GangInvalidArgumentError,
+             "ascontiguousarray"),
+            (lambda: g.all_reduce(np.float64(1.0)), gang.GangInvalidArgumentError, "read-only"),
+            (lambda: g.all_gather(np.ones(3), x), gang.GangInvalidArgumentError, "elements"),
+            (lambda: g.broadcast(x, source_rank=9), gang.GangInvalidArgumentError, "out of range"),
+            # capi itself, past the package's checks: SWIG's conversion errors reworded
+            (lambda: gang.capi.gang_all_reduce(g._h, x, x, 4, gang.DType.FLOAT64, "sum", False),
+             gang.GangTypeError, "gang_all_reduce: argument 6 must be a gang_op_t"),
+        ]
+        for call, cls, text in cases:
+            with pytest.raises(cls) as info:
+                call()
+            message = str(info.value)
+            assert text in message, (text, message)
+            assert "in method" not in message, message
+            assert isinstance(info.value, gang.GangError) and isinstance(info.value, ValueError)
+            if cls is gang.GangTypeError:
+                assert isinstance(info.value, TypeError)
+        # none of it touched the gang
+        g.all_reduce(x)
+        assert (x == 4).all()

@@ -1,0 +1,3 @@
+"""fairseq2.device, as gang provides it."""
+
+from gang import Device, get_default_device  # noqa: F401

@@ -1,0 +1,194 @@
+"""fairseq2 and torch.distributed parity: the names and signatures a
+fairseq2 user writes, fairseq2's documented examples run as written (with
+tests/fairseq2_shim standing in for the fairseq2 package), FakeGang's
+object broadcasts, and the side-by-side table in bindings/README.md."""
+
+import inspect
+import os
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import gang
+from multirank import free_port, run_ranks
+
+TESTS = os.path.dirname(os.path.abspath(__file__))
+SHIM = os.path.join(TESTS, "fairseq2_shim")
+README = os.path.join(TESTS, "..", "..", "README.md")
+
+# fairseq2's gang documentation, its two examples, verbatim.
+EXAMPLE_FAKE = '''
+from fairseq2.gang import create_fake_gangs
+from fairseq2.device import Device
+
+# Create fake gangs for local development
+device = Device("cpu")
+gangs = create_fake_gangs(device)
+
+print(f"Root gang size: {gangs.root.size}")
+print(f"Data parallel gang size: {gangs.dp.size}")
+'''
+
+EXAMPLE_DISTRIBUTED = '''
+from fairseq2.gang import ProcessGroupGang, create_parallel_gangs
+from fairseq2.device import get_default_device
+
+# Initialize distributed process group
+device = get_default_device()
+root_gang = ProcessGroupGang.create_default_process_group(device)
+
+# Create parallel gangs with tensor parallelism
+gangs = create_parallel_gangs(root_gang, tp_size=2)
+
+print(f"Process rank: {gangs.root.rank}")
+print(f"World size: {gangs.root.size}")
+print(f"TP gang size: {gangs.tp.size}")
+'''
+
+
+def _env(**extra):
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([SHIM, env.get("PYTHONPATH", "")])
+    env.update(extra)
+    return env
+
+
+def test_fake_gangs_example_runs_as_written():
+    out = subprocess.run([sys.executable, "-c", EXAMPLE_FAKE], env=_env(), capture_output=True,
+                         text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split("\n")[:2] == ["Root gang size: 1", "Data parallel gang size: 1"]
+
+
+def test_distributed_example_runs_as_written_on_4_ranks():
+    port = free_port()
+    procs = [subprocess.Popen([sys.executable, "-c", EXAMPLE_DISTRIBUTED],
+                              env=_env(GANG_RANK=str(r), GANG_SIZE="4",
+                                       GANG_INIT_METHOD=f"tcp://127.0.0.1:{port}"),
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+             for r in range(4)]
+    outputs = [p.communicate(timeout=120)[0] for p in procs]
+    for r, (p, text) in enumerate(zip(procs, outputs)):
+        assert p.returncode == 0, text
+        assert text.split("\n")[:3] == [f"Process rank: {r}", "World size: 4",
+                                        "TP gang size: 2"], text
+
+
+def test_fake_gang_signature_and_object_broadcasts():
+    g = gang.FakeGang(rank=1, size=2, device=None)
+    assert (g.rank, g.size, g.device) == (1, 2, "cpu")
+    # every rank holds this rank's objects: a broadcast from 0 leaves them
+    assert g.broadcast_object({"a": 1}, 0) == {"a": 1}
+    assert gang.FakeGang(1, 2).broadcast_object(None, 0) is None
+    objects = ["x", 2]
+    assert g.broadcast_objects(objects, source_rank=0) is None and objects == ["x", 2]
+    d = {"w": np.ones(2)}
+    assert g.broadcast_tensor_dict(d, src=0) is d
+    assert gang.broadcast_flag(g, True) is True
+    assert gang.all_sum(g, 1.5) == 3.0
+    x = np.ones(2, np.float32)
+    g.all_reduce(x, gang.ReduceOperation.PRODUCT)
+    assert (x == 1).all()
+    g.close()
+    gangs = gang.create_fake_gangs("cpu")
+    assert [getattr(gangs, a).size for a in ("root", "dp", "rdp", "sdp", "tp", "pp")] == [1] * 6
+    gangs.close()
+    with pytest.raises(gang.GangInvalidArgumentError):
+        gang.FakeGang(device="tpu")
+
+
+def _parallel_and_fsdp():
+    root = gang.create()
+    gangs = gang.create_parallel_gangs(root, tp_size=2)
+    assert (gangs.tp.size, gangs.dp.size, gangs.pp.size) == (2, 4, 1)
+    assert gangs.tp.ranks == [root.rank // 2 * 2, root.rank // 2 * 2 + 1]
+    fsdp = gang.create_fsdp_gangs(gangs, intra_node=False)
+    assert (fsdp.sdp.size, fsdp.rdp.size) == (4, 1)
+    fsdp.close()
+    # 8 ranks, 4 a node (GANG_LOCAL_SIZE), tp 2: 2 dp ranks a node shard,
+    # the 2 nodes replicate
+    fsdp = gang.create_fsdp_gangs(gangs, intra_node=True)
+    assert (fsdp.sdp.size, fsdp.rdp.size) == (2, 2), (fsdp.sdp.ranks, fsdp.rdp.ranks)
+    assert fsdp.sdp.ranks == [r for r in fsdp.dp.ranks if r // 4 == root.rank // 4]
+    # fairseq2's calls, positionally and by keyword
+    t = np.full(3, root.rank, np.float64)
+    out = np.empty(3 * fsdp.sdp.size)
+    fsdp.sdp.all_gather(out, t)
+    parts = [np.empty(3) for _ in range(fsdp.sdp.size)]
+    fsdp.sdp.all_gather_to_list(parts, t)
+    assert [p[0] for p in parts] == fsdp.sdp.ranks == list(out[::3])
+    objects = [root.rank] if root.rank == 0 else [None]
+    root.broadcast_objects(objects, source_rank=0)
+    assert objects == [0]
+    fsdp.close()
+    gangs.close()
+    root.close()
+
+
+def test_parallel_and_fsdp_gangs_on_8_ranks():
+    run_ranks(8, _parallel_and_fsdp, local_size=4)
+
+
+# ---- the table in bindings/README.md ---------------------------------------
+
+
+def _table_rows():
+    text = open(README).read()
+    start = text.index("<!-- parity table")
+    rows = []
+    for line in text[start:].split("\n")[1:]:
+        if not line.startswith("|"):
+            if rows:
+                break
+            continue
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        if cells[0] in ("gang", "---") or set(cells[0]) <= set("-"):
+            continue
+        rows.append(cells)
+    return rows
+
+
+def _entries(cell):
+    """`a.b(x, y)` entries of a cell: (name, [parameter names])."""
+    for m in re.finditer(r"`([\w.]+)(?:\(([^)]*)\))?`", cell):
+        params = [p.split("=")[0].strip() for p in (m.group(2) or "").split(",")]
+        yield m.group(1), [p for p in params if p and p not in ("*", "...")]
+
+
+def _resolve(name):
+    head, _, rest = name.partition(".")
+    obj = {"gang": gang, "Gang": gang.Gang}[head]
+    for part in rest.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def _parameters(obj):
+    target = obj.fget if isinstance(obj, property) else obj
+    try:
+        return set(inspect.signature(target).parameters)
+    except (TypeError, ValueError):
+        return set()
+
+
+def test_readme_table_matches_the_package():
+    rows = _table_rows()
+    assert len(rows) >= 20, "the parity table is missing from bindings/README.md"
+    for gang_cell, fairseq2_cell, _torch_cell in rows:
+        ours = list(_entries(gang_cell))
+        assert ours, gang_cell
+        for name, params in ours:
+            obj = _resolve(name)
+            missing = set(params) - _parameters(obj)
+            assert not missing, f"{name} lacks parameters {missing}"
+        # fairseq2's names, with their keyword arguments, are gang's too
+        ours_by_tail = {n.rsplit(".", 1)[-1]: n for n, _ in ours}
+        for m in re.finditer(r"`([\w.]+)\(([^)]*)\)`", fairseq2_cell):
+            tail = m.group(1).rsplit(".", 1)[-1]
+            assert tail in ours_by_tail, (m.group(1), gang_cell)
+            keywords = set(re.findall(r"(\w+)=", m.group(2)))
+            accepted = _parameters(_resolve(ours_by_tail[tail]))
+            assert keywords <= accepted, (m.group(0), keywords - accepted)
