@@ -43,7 +43,11 @@ static void gang_py_raise_message(gang_status_t status, const char* message,
 /* Raises the exception for a failed call. Must run on the thread that made
  * the call, before any other gang call: it reads gang_last_error(). */
 static void gang_py_raise(gang_status_t status) {
-  const char* message = gang_last_error();
+  const char* message;
+  /* A pending signal handler's exception (Ctrl-C's KeyboardInterrupt, which
+   * aborted this call's gang) wins over the call's error. */
+  if (PyErr_CheckSignals() < 0) return;
+  message = gang_last_error();
   if (!message[0]) message = gang_status_string(status);
   gang_py_raise_message(status, message, 0);
 }
@@ -127,68 +131,132 @@ static void set_error_factory(PyObject* factory) {
 GANG_PY_HANDLE_OUT(gang_t)
 GANG_PY_HANDLE_OUT(gangs_t)
 
-/* gang_work_t** work: the Python argument says how the call completes.
- *   True   asynchronous: returns an owned WorkHandle.
- *   False  blocking, and interruptible: the operation is issued as a work
- *          and waited for in slices of GANG_PY_WAIT_SLICE_MS with the GIL
- *          released, running Python's signal handlers between slices. When
- *          one raises (Ctrl-C's KeyboardInterrupt), the gang is aborted, so
- *          that its peers fail at once instead of at the timeout, and the
- *          exception propagates.
- *   None   blocking in one C call (work NULL): inside a group, whose
- *          operations take no work of their own.
- * Every function with this argument takes the gang as its first, arg1. */
-%fragment("gang_py_wait", "header", fragment="gang_py_errors") %{
-#define GANG_PY_WAIT_SLICE_MS 100
+/* ---- Ctrl-C in blocking calls ------------------------------------------
+ *
+ * A blocking collective runs in one C call with the GIL released, where
+ * Python's SIGINT handler only sets a flag. So that Ctrl-C ends it at once,
+ * install_interrupt() (called once at import) puts a handler in front of
+ * Python's that calls it and then wakes a watcher thread through a pipe;
+ * the watcher aborts the gang the main thread is blocked in, if any. The
+ * call then fails, and the pending KeyboardInterrupt is raised instead of
+ * its error (gang_py_raise). Peers of the aborted gang fail at once with
+ * GANG_ERR_PEER_LOST. The per-call cost is a mutex on the main thread. A
+ * program that installs its own SIGINT handler later (signal.signal)
+ * replaces this one, and its blocking calls wait as before. */
+%fragment("gang_py_interrupt", "header") %{
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <unistd.h>
 
-/* Waits for a blocking call's work and frees it. 0 on success; -1 with a
- * Python exception set (the operation's error, or a signal handler's). */
-static int gang_py_wait(gang_t* gang, gang_work_t* work) {
-  for (;;) {
-    gang_status_t st;
-    Py_BEGIN_ALLOW_THREADS
-    st = gang_work_wait(work, GANG_PY_WAIT_SLICE_MS);
-    Py_END_ALLOW_THREADS
-    if (st == GANG_OK) {
-      gang_work_destroy(work);
-      return 0;
-    }
-    if (st < 0) {
-      gang_py_raise(st); /* reads this thread's last error: before destroy */
-      gang_work_destroy(work);
-      return -1;
-    }
-    if (PyErr_CheckSignals() < 0) {
-      Py_BEGIN_ALLOW_THREADS
-      gang_abort(gang);
-      gang_work_destroy(work); /* the aborted operation ends at once */
-      Py_END_ALLOW_THREADS
-      return -1;
-    }
+static struct sigaction gang_py_python_sigint;
+static int gang_py_wake[2] = {-1, -1};
+static pthread_mutex_t gang_py_blocking_mu = PTHREAD_MUTEX_INITIALIZER;
+static gang_t* gang_py_blocking = NULL; /* the main thread's blocking call's */
+static unsigned long gang_py_main_thread = 0;
+static int gang_py_interrupt_on = 0;
+
+static void gang_py_on_sigint(int sig, siginfo_t* info, void* context) {
+  const int saved = errno;
+  char byte = 1;
+  if (gang_py_python_sigint.sa_flags & SA_SIGINFO) {
+    gang_py_python_sigint.sa_sigaction(sig, info, context);
+  } else if (gang_py_python_sigint.sa_handler != SIG_DFL &&
+             gang_py_python_sigint.sa_handler != SIG_IGN) {
+    gang_py_python_sigint.sa_handler(sig);
   }
+  if (write(gang_py_wake[1], &byte, 1) < 0) { /* full: a wake is pending */ }
+  errno = saved;
+}
+
+static void* gang_py_watch_interrupts(void* unused) {
+  char byte;
+  (void)unused;
+  for (;;) {
+    const ssize_t n = read(gang_py_wake[0], &byte, 1);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return NULL;
+    pthread_mutex_lock(&gang_py_blocking_mu);
+    if (gang_py_blocking != NULL) gang_abort(gang_py_blocking);
+    pthread_mutex_unlock(&gang_py_blocking_mu);
+  }
+}
+
+/* Around a blocking call: the main thread's gang is the one to abort. */
+static int gang_py_blocking_begin(gang_t* gang) {
+  if (!gang_py_interrupt_on || PyThread_get_thread_ident() != gang_py_main_thread) return 0;
+  pthread_mutex_lock(&gang_py_blocking_mu);
+  gang_py_blocking = gang;
+  pthread_mutex_unlock(&gang_py_blocking_mu);
+  return 1;
+}
+
+static void gang_py_blocking_end(void) {
+  pthread_mutex_lock(&gang_py_blocking_mu);
+  gang_py_blocking = NULL;
+  pthread_mutex_unlock(&gang_py_blocking_mu);
 }
 %}
 
-%typemap(in) gang_work_t** work (gang_work_t* handle = NULL, int mode = 0) %{
-  if ($input == Py_None) {
-    $1 = NULL;
-  } else {
-    int async_op = PyObject_IsTrue($input);
+%fragment("gang_py_interrupt");
+%nothread install_interrupt;
+%inline %{
+/* Installs the SIGINT path above over Python's own handler (when Python
+ * handles SIGINT at all); main_thread is threading.main_thread().ident.
+ * Returns whether it is installed. Idempotent. */
+static int install_interrupt(unsigned long main_thread) {
+  struct sigaction sa;
+  pthread_t watcher;
+  if (gang_py_interrupt_on) return 1;
+  if (sigaction(SIGINT, NULL, &gang_py_python_sigint) != 0) return 0;
+  if (!(gang_py_python_sigint.sa_flags & SA_SIGINFO) &&
+      (gang_py_python_sigint.sa_handler == SIG_DFL ||
+       gang_py_python_sigint.sa_handler == SIG_IGN)) {
+    return 0;
+  }
+  if (pipe(gang_py_wake) != 0) return 0;
+  (void)fcntl(gang_py_wake[0], F_SETFD, FD_CLOEXEC);
+  (void)fcntl(gang_py_wake[1], F_SETFD, FD_CLOEXEC);
+  (void)fcntl(gang_py_wake[1], F_SETFL, O_NONBLOCK);
+  if (pthread_create(&watcher, NULL, gang_py_watch_interrupts, NULL) != 0) {
+    close(gang_py_wake[0]);
+    close(gang_py_wake[1]);
+    return 0;
+  }
+  pthread_detach(watcher);
+  memset(&sa, 0, sizeof sa);
+  sa.sa_sigaction = gang_py_on_sigint;
+  sa.sa_mask = gang_py_python_sigint.sa_mask;
+  sa.sa_flags = SA_SIGINFO | (gang_py_python_sigint.sa_flags & SA_ONSTACK);
+  gang_py_main_thread = main_thread;
+  if (sigaction(SIGINT, &sa, NULL) != 0) return 0;
+  gang_py_interrupt_on = 1;
+  return 1;
+}
+%}
+
+/* gang_work_t** work: the Python argument is a flag; true makes the call
+ * asynchronous and returns an owned WorkHandle; false (or None) blocks, and
+ * Ctrl-C interrupts it (above). Every function with this argument takes its
+ * gang first (arg1). */
+%typemap(in, fragment="gang_py_interrupt") gang_work_t** work (gang_work_t* handle = NULL, int blocking = 0) %{
+  {
+    const int async_op = $input == Py_None ? 0 : PyObject_IsTrue($input);
     if (async_op < 0) SWIG_fail;
-    mode = async_op ? 1 : 2;
-    $1 = &handle;
+    $1 = async_op ? &handle : NULL;
+    if (!async_op) blocking = gang_py_blocking_begin(arg1);
   }
 %}
-%typemap(argout, fragment="gang_py_wait") gang_work_t** work %{
-  if (mode$argnum == 1) {
+%typemap(argout) gang_work_t** work %{
+  if ($1 != NULL) {
     $result = SWIG_Python_AppendOutput(
         $result, SWIG_NewPointerObj(handle$argnum, $*1_descriptor,
                                     SWIG_POINTER_OWN));
-  } else if (mode$argnum == 2 && handle$argnum != NULL) {
-    gang_work_t* blocking = handle$argnum;
-    handle$argnum = NULL;
-    if (gang_py_wait(arg1, blocking) < 0) SWIG_fail;
   }
+%}
+%typemap(freearg) gang_work_t** work %{
+  if (blocking$argnum) gang_py_blocking_end();
 %}
 
 /* ---- element buffers ---------------------------------------------------- */

@@ -15,6 +15,11 @@ from .errors import GangInvalidArgumentError, GangTypeError
 __all__ = ["Gang", "FakeGang", "ReduceOperation", "Work", "create", "detect_env"]
 
 
+# Ctrl-C ends a blocking collective of the main thread at once (see capi's
+# install_interrupt): installed over Python's SIGINT handler, if it has one.
+capi.install_interrupt(threading.main_thread().ident)
+
+
 class ReduceOperation(enum.IntEnum):
     """Reductions (gang_op_t). MEAN is also spelled AVG."""
 
@@ -329,10 +334,10 @@ class Gang:
 
     # ---- collectives ----------------------------------------------------
 
-    # How a collective completes: True returns a Work; False blocks, waiting
-    # in slices so that Ctrl-C (KeyboardInterrupt) ends it within a fraction
-    # of a second (aborting the gang, see capi's gang_work_t** typemap);
-    # None, on the thread that opened a group(), queues it in the group.
+    # How a collective completes: True returns a Work; False blocks (Ctrl-C
+    # aborts the gang and raises KeyboardInterrupt, see capi's
+    # install_interrupt); None, on the thread that opened a group(), queues
+    # it in the group.
     def _mode(self, async_op):
         if self._group_thread is not None and self._group_thread == threading.get_ident():
             if async_op:
