@@ -18,13 +18,14 @@ func takeBytes(p unsafe.Pointer, n uint64) []byte {
 	if n > 0 {
 		copy(b, unsafe.Slice((*byte)(p), n))
 	}
-	capi.Gang_free(p)
+	capi.Gang_free(uintptr(p))
 	return b
 }
 
 // BroadcastBytes returns root's data on every rank (data is ignored
 // elsewhere).
 func (g *Gang) BroadcastBytes(data []byte, root int) ([]byte, error) {
+	defer runtime.KeepAlive(data)
 	var out unsafe.Pointer
 	var n uint64
 	err := collective(context.Background(), g, func(h capi.GangHandle) int {
@@ -38,6 +39,7 @@ func (g *Gang) BroadcastBytes(data []byte, root int) ([]byte, error) {
 
 // AllGatherBytes returns every rank's data, in rank order.
 func (g *Gang) AllGatherBytes(data []byte) ([][]byte, error) {
+	defer runtime.KeepAlive(data)
 	h, err := g.handle()
 	if err != nil {
 		return nil, err
@@ -66,6 +68,7 @@ func (g *Gang) AllGatherBytes(data []byte) ([][]byte, error) {
 // SendBytes sends data to rank peer with a tag; the receiver learns the
 // length.
 func (g *Gang) SendBytes(data []byte, peer, tag int) error {
+	defer runtime.KeepAlive(data)
 	return collective(context.Background(), g, func(h capi.GangHandle) int {
 		return capi.Gang_send_bytes(h, ptr(data), int64(len(data)), peer, tag)
 	})

@@ -50,10 +50,20 @@ const (
 	dtInt16    dtype = 11
 )
 
-// dtypeOf maps T to its gang dtype.
+// dtypeOf maps T to its gang dtype: the builtin types by a type switch,
+// which the compiler resolves per instantiation, types defined on them by
+// reflection.
 func dtypeOf[T Number]() dtype {
 	var zero T
 	switch any(zero).(type) {
+	case float64:
+		return dtFloat64
+	case float32:
+		return dtFloat32
+	case int64:
+		return dtInt64
+	case int32:
+		return dtInt32
 	case Float16:
 		return dtFloat16
 	case BFloat16:
@@ -89,22 +99,35 @@ func dtypeOf[T Number]() dtype {
 	}
 }
 
-// ptr is the address of x's first element, nil for an empty slice. Passed
-// straight to a cgo call, it keeps x alive (and unmoved) for the call.
-func ptr[T any](x []T) unsafe.Pointer {
+// ptr is the address of x's first element, 0 for an empty slice. It is
+// passed to C as an integer, which spares each call cgo's pointer checks;
+// the caller keeps x alive across the call (runtime.KeepAlive), and Go
+// memory does not move while C uses it: heap objects never move, and a
+// goroutine's stack is neither grown nor shrunk while it is in a C call.
+func ptr[T any](x []T) uintptr {
 	if len(x) == 0 {
-		return nil
+		return 0
 	}
-	return unsafe.Pointer(&x[0])
+	return uintptr(unsafe.Pointer(&x[0]))
 }
 
 // collective checks g and runs one C call on it, under ctx (see Context).
+// A context that cannot be done takes the direct path: one cgo call with
+// the goroutine locked to its thread, no closure between.
 func collective(ctx context.Context, g *Gang, f func(h capi.GangHandle) int) error {
 	h, err := g.handle()
 	if err != nil {
 		return err
 	}
-	err = callContext(ctx, h, func() int { return f(h) })
+	if ctx == nil || ctx.Done() == nil {
+		runtime.LockOSThread()
+		if status := f(h); status < 0 {
+			err = &Error{Status: Status(status), Msg: capi.Gang_last_error()}
+		}
+		runtime.UnlockOSThread()
+	} else {
+		err = callContext(ctx, h, func() int { return f(h) })
+	}
 	runtime.KeepAlive(g)
 	return err
 }
@@ -140,6 +163,7 @@ func AllReduce[T Number](g *Gang, x []T, op Op) error {
 
 // AllReduceContext is AllReduce under ctx (see Context).
 func AllReduceContext[T Number](ctx context.Context, g *Gang, x []T, op Op) error {
+	defer runtime.KeepAlive(x)
 	dt, p := dtypeOf[T](), ptr(x)
 	return collective(ctx, g, func(h capi.GangHandle) int {
 		return capi.Gang_all_reduce(h, p, p, int64(len(x)), int(dt), int(op), nil)
@@ -154,10 +178,11 @@ func Reduce[T Number](g *Gang, x []T, op Op, root int) error {
 
 // ReduceContext is Reduce under ctx (see Context).
 func ReduceContext[T Number](ctx context.Context, g *Gang, x []T, op Op, root int) error {
+	defer runtime.KeepAlive(x)
 	dt, p := dtypeOf[T](), ptr(x)
 	recv := p
 	if g != nil && g.rank != root {
-		recv = nil
+		recv = 0
 	}
 	return collective(ctx, g, func(h capi.GangHandle) int {
 		return capi.Gang_reduce(h, p, recv, int64(len(x)), int(dt), int(op), root, nil)
@@ -171,6 +196,7 @@ func Broadcast[T Number](g *Gang, x []T, root int) error {
 
 // BroadcastContext is Broadcast under ctx (see Context).
 func BroadcastContext[T Number](ctx context.Context, g *Gang, x []T, root int) error {
+	defer runtime.KeepAlive(x)
 	dt := dtypeOf[T]()
 	return collective(ctx, g, func(h capi.GangHandle) int {
 		return capi.Gang_broadcast(h, ptr(x), int64(len(x)), int(dt), root, nil)
@@ -185,6 +211,8 @@ func AllGather[T Number](g *Gang, dst, src []T) error {
 
 // AllGatherContext is AllGather under ctx (see Context).
 func AllGatherContext[T Number](ctx context.Context, g *Gang, dst, src []T) error {
+	defer runtime.KeepAlive(dst)
+	defer runtime.KeepAlive(src)
 	if g != nil {
 		if err := checkLen("AllGather", "dst", len(dst), g.size*len(src)); err != nil {
 			return err
@@ -204,6 +232,8 @@ func AllGatherV[T Number](g *Gang, dst, src []T, counts []int) error {
 
 // AllGatherVContext is AllGatherV under ctx (see Context).
 func AllGatherVContext[T Number](ctx context.Context, g *Gang, dst, src []T, counts []int) error {
+	defer runtime.KeepAlive(dst)
+	defer runtime.KeepAlive(src)
 	c, total, err := sizes("AllGatherV", g, counts)
 	if err != nil {
 		return err
@@ -225,6 +255,8 @@ func Gather[T Number](g *Gang, dst, src []T, root int) error {
 
 // GatherContext is Gather under ctx (see Context).
 func GatherContext[T Number](ctx context.Context, g *Gang, dst, src []T, root int) error {
+	defer runtime.KeepAlive(dst)
+	defer runtime.KeepAlive(src)
 	if g != nil && g.rank == root {
 		if err := checkLen("Gather", "dst", len(dst), g.size*len(src)); err != nil {
 			return err
@@ -244,6 +276,8 @@ func Scatter[T Number](g *Gang, dst, src []T, root int) error {
 
 // ScatterContext is Scatter under ctx (see Context).
 func ScatterContext[T Number](ctx context.Context, g *Gang, dst, src []T, root int) error {
+	defer runtime.KeepAlive(dst)
+	defer runtime.KeepAlive(src)
 	if g != nil && g.rank == root {
 		if err := checkLen("Scatter", "src", len(src), g.size*len(dst)); err != nil {
 			return err
@@ -263,6 +297,8 @@ func ReduceScatter[T Number](g *Gang, dst, src []T, op Op) error {
 
 // ReduceScatterContext is ReduceScatter under ctx (see Context).
 func ReduceScatterContext[T Number](ctx context.Context, g *Gang, dst, src []T, op Op) error {
+	defer runtime.KeepAlive(dst)
+	defer runtime.KeepAlive(src)
 	if g != nil {
 		if err := checkLen("ReduceScatter", "src", len(src), g.size*len(dst)); err != nil {
 			return err
@@ -282,6 +318,8 @@ func ReduceScatterV[T Number](g *Gang, dst, src []T, counts []int, op Op) error 
 
 // ReduceScatterVContext is ReduceScatterV under ctx (see Context).
 func ReduceScatterVContext[T Number](ctx context.Context, g *Gang, dst, src []T, counts []int, op Op) error {
+	defer runtime.KeepAlive(dst)
+	defer runtime.KeepAlive(src)
 	c, total, err := sizes("ReduceScatterV", g, counts)
 	if err != nil {
 		return err
@@ -308,6 +346,8 @@ func AllToAll[T Number](g *Gang, dst, src []T) error {
 
 // AllToAllContext is AllToAll under ctx (see Context).
 func AllToAllContext[T Number](ctx context.Context, g *Gang, dst, src []T) error {
+	defer runtime.KeepAlive(dst)
+	defer runtime.KeepAlive(src)
 	if err := checkLen("AllToAll", "dst", len(dst), len(src)); err != nil {
 		return err
 	}
@@ -328,6 +368,8 @@ func AllToAllV[T Number](g *Gang, dst []T, recvCounts []int, src []T, sendCounts
 
 // AllToAllVContext is AllToAllV under ctx (see Context).
 func AllToAllVContext[T Number](ctx context.Context, g *Gang, dst []T, recvCounts []int, src []T, sendCounts []int) error {
+	defer runtime.KeepAlive(dst)
+	defer runtime.KeepAlive(src)
 	sc, sendTotal, err := sizes("AllToAllV", g, sendCounts)
 	if err != nil {
 		return err
@@ -357,6 +399,7 @@ func Send[T Number](g *Gang, x []T, peer, tag int) error {
 
 // SendContext is Send under ctx (see Context).
 func SendContext[T Number](ctx context.Context, g *Gang, x []T, peer, tag int) error {
+	defer runtime.KeepAlive(x)
 	dt := dtypeOf[T]()
 	return collective(ctx, g, func(h capi.GangHandle) int {
 		return capi.Gang_send(h, ptr(x), int64(len(x)), int(dt), peer, tag, nil)
@@ -370,6 +413,7 @@ func Recv[T Number](g *Gang, x []T, peer, tag int) error {
 
 // RecvContext is Recv under ctx (see Context).
 func RecvContext[T Number](ctx context.Context, g *Gang, x []T, peer, tag int) error {
+	defer runtime.KeepAlive(x)
 	dt := dtypeOf[T]()
 	return collective(ctx, g, func(h capi.GangHandle) int {
 		return capi.Gang_recv(h, ptr(x), int64(len(x)), int(dt), peer, tag, nil)

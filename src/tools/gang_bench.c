@@ -471,7 +471,7 @@ static void usage(FILE* f) {
       "  -i, --stepbytes N   or add N bytes per step\n"
       "  -n, --iters N       timed calls per size (default 20)\n"
       "  -w, --warmup N      untimed calls first (default 5)\n"
-      "  -d, --datatype T    int8 uint8 int32 uint32 int64 uint64 half bfloat16\n"
+      "  -d, --datatype T    int8 uint8 int32 uint32 int64 uint64 int16 half bfloat16\n"
       "                      float (default) double\n"
       "  -o, --op OP         sum (default) prod min max avg\n"
       "  -r, --root N        root of rooted collectives (default 0)\n"

@@ -304,7 +304,13 @@ def view(obj, *, writable: bool = False, dtype=None, what: str = "x", device: bo
             _NO_BUFFER.add(cls)  # torch tensors: not again
             mv = None
         if mv is not None:
-            _check_device(what, device, False, type(obj).__name__)
+            if device:
+                _check_device(what, device, False, cls.__name__)
+            # The common case, inline: a contiguous buffer of a known format.
+            if dtype is None and mv.c_contiguous and not (writable and mv.readonly):
+                natural = _BY_FORMAT.get(mv.format)
+                if natural is not None:
+                    return mv, natural, mv.nbytes // mv.itemsize
             return _memoryview_view(mv, writable, dtype, what)
     if cls in _TORCH_TYPES or (cls not in _NO_BUFFER_OTHERS and _is_torch_tensor(cls)):
         _TORCH_TYPES.add(cls)

@@ -6,6 +6,7 @@ import datetime
 import enum
 import pickle
 import threading
+import time
 
 from . import capi
 from . import errors  # importing it registers the exception classes with capi
@@ -89,27 +90,39 @@ class Work:
     until then. Dropping a Work waits for its operation.
     """
 
-    __slots__ = ("_handle", "_result", "_keep")
+    __slots__ = ("_handle", "_result", "_keep", "_gang")
 
-    def __init__(self, handle, result, keep):
+    def __init__(self, handle, result, keep, gang=None):
         self._handle = handle
         self._result = result
         self._keep = keep
+        self._gang = gang
 
     def wait(self, timeout=None) -> bool:
         """Waits for the operation; True once it has completed.
 
         With a timeout (seconds), returns False if it is still running
-        then. Raises the operation's GangError if it failed.
+        then. Raises the operation's GangError if it failed. Waits in
+        slices of 100 ms: Ctrl-C raises KeyboardInterrupt at once, after
+        aborting the gang (as a blocking collective does).
         """
         handle = self._handle
         if handle is None:
             return True
-        ms = -1 if timeout is None else max(0, int(timeout * 1000))
+        end = None if timeout is None else time.monotonic() + max(0.0, timeout)
         try:
-            done = capi.gang_work_wait(handle, ms)
+            while True:
+                left = 100 if end is None else int(max(0.0, end - time.monotonic()) * 1000)
+                done = capi.gang_work_wait(handle, min(left, 100))
+                if done or (end is not None and time.monotonic() >= end):
+                    break
         except errors.GangError:
             self._keep = None
+            raise
+        except KeyboardInterrupt:
+            gang = self._gang
+            if gang is not None and not gang.closed:
+                capi.gang_abort(gang._h)
             raise
         if done:
             self._keep = None
@@ -135,9 +148,6 @@ class Work:
         return f"<gang.Work completed={self.is_completed()}>"
 
 
-def _done(work, output, *keep):
-    """The result of a collective: output, or a Work while it is in flight."""
-    return output if work is None else Work(work, output, keep)
 
 
 def _check_dtypes(what: str, a: DType, b: DType) -> None:
@@ -191,6 +201,11 @@ class Gang:
                                 f"{type(stream).__name__}")
             stream = handle
         capi.gang_set_cuda_stream(self._h, stream if stream else None)
+
+    def _done(self, work, output, *keep):
+        """The result of a collective: output, or a Work while it is in
+        flight."""
+        return output if work is None else Work(work, output, keep, self)
 
     def _view(self, obj, **kw):
         """view() of obj for this gang: host buffers on a CPU gang, device
@@ -349,10 +364,12 @@ class Gang:
     def all_reduce(self, x, op=ReduceOperation.SUM, *, dtype=None, async_op=False):
         """Reduces x over every rank, in place; returns x (torch's and
         fairseq2's all_reduce(tensor, op))."""
-        op = _op(op)
-        mv, dt, n = self._view(x, writable=True, dtype=dtype)
-        return _done(capi.gang_all_reduce(self._h, mv, mv, n, dt, op, self._mode(async_op)),
-                     x, mv)
+        if type(op) is not ReduceOperation:
+            op = _op(op)
+        mv, dt, n = view(x, writable=True, dtype=dtype, device=self._cuda)
+        work = capi.gang_all_reduce(self._h, mv, mv, n, dt, op, async_op
+                                    if self._group_thread is None else self._mode(async_op))
+        return x if work is None else Work(work, x, (mv,), self)
 
     def reduce(self, x, op=ReduceOperation.SUM, dst=0, *, dtype=None, async_op=False):
         """Reduces x over every rank into x at rank dst (other ranks' x is
@@ -362,13 +379,13 @@ class Gang:
         mv, dt, n = self._view(x, writable=at_dst, dtype=dtype)
         work = capi.gang_reduce(self._h, mv, mv if at_dst else None, n, dt, op, dst,
                                 self._mode(async_op))
-        return _done(work, x, mv)
+        return self._done(work, x, mv)
 
     def broadcast(self, x, source_rank=0, *, dtype=None, async_op=False):
         """Copies source_rank's x into every rank's x; returns x."""
         source_rank = _index("source_rank", source_rank)
         mv, dt, n = self._view(x, writable=True, dtype=dtype)
-        return _done(capi.gang_broadcast(self._h, mv, n, dt, source_rank,
+        return self._done(capi.gang_broadcast(self._h, mv, n, dt, source_rank,
                                          self._mode(async_op)), x, mv)
 
     def all_gather(self, out, x, *, dtype=None, async_op=False):
@@ -378,7 +395,7 @@ class Gang:
         ov, odt, m = self._view(out, writable=True, dtype=dtype, what="out")
         _check_dtypes("out", dt, odt)
         _check_count("out", m, n * self._size)
-        return _done(capi.gang_all_gather(self._h, xv, ov, n, dt, self._mode(async_op)),
+        return self._done(capi.gang_all_gather(self._h, xv, ov, n, dt, self._mode(async_op)),
                      out, xv, ov)
 
     def all_gather_to_list(self, output_list, x=None, *, dtype=None) -> list:
@@ -435,7 +452,7 @@ class Gang:
         _check_count("out", m, sum(counts))
         work = capi.gang_all_gatherv(self._h, xv, counts[self._rank], ov, counts, dt,
                                      self._mode(async_op))
-        return _done(work, out, xv, ov)
+        return self._done(work, out, xv, ov)
 
     def gather(self, x, dst=0, *, out=None, dtype=None, async_op=False):
         """At rank dst, every rank's x stacked in rank order (returned);
@@ -452,7 +469,7 @@ class Gang:
         else:
             out = None
         work = capi.gang_gather(self._h, xv, ov, n, dt, dst, self._mode(async_op))
-        return _done(work, out, xv, ov)
+        return self._done(work, out, xv, ov)
 
     def scatter(self, out, x=None, src=0, *, dtype=None, async_op=False):
         """Rank r's out = chunk r of x at rank src (size chunks of out's
@@ -464,7 +481,7 @@ class Gang:
             xv, xdt, m = self._view(x, dtype=dtype)
             _check_dtypes("x", dt, xdt)
             _check_count("x", m, n * self._size)
-        return _done(capi.gang_scatter(self._h, xv, ov, n, dt, src, self._mode(async_op)),
+        return self._done(capi.gang_scatter(self._h, xv, ov, n, dt, src, self._mode(async_op)),
                      out, xv, ov)
 
     def reduce_scatter(self, x, op=ReduceOperation.SUM, *, out=None, dtype=None,
@@ -485,7 +502,7 @@ class Gang:
         _check_count("out", m, chunk * per_row)
         work = capi.gang_reduce_scatter(self._h, xv, ov, chunk * per_row, dt, op,
                                         self._mode(async_op))
-        return _done(work, out, xv, ov)
+        return self._done(work, out, xv, ov)
 
     def reduce_scatterv(self, x, sizes, op=ReduceOperation.SUM, *, out=None, dtype=None,
                         async_op=False):
@@ -504,7 +521,7 @@ class Gang:
         counts = [s * per_row for s in sizes]
         _check_count("out", m, counts[self._rank])
         work = capi.gang_reduce_scatterv(self._h, xv, ov, counts, dt, op, self._mode(async_op))
-        return _done(work, out, xv, ov)
+        return self._done(work, out, xv, ov)
 
     def all_to_all(self, out, x, *, dtype=None, async_op=False):
         """Chunk p of x (size equal chunks) goes to rank p, arriving as
@@ -517,7 +534,7 @@ class Gang:
                 f"x has {n} elements, not a multiple of the gang size {self._size}")
         _check_count("out", m, n)
         work = capi.gang_all_to_all(self._h, xv, ov, n // self._size, dt, self._mode(async_op))
-        return _done(work, out, xv, ov)
+        return self._done(work, out, xv, ov)
 
     def all_to_allv(self, x, send_sizes, recv_sizes, *, out=None, dtype=None,
                     async_op=False):
@@ -541,13 +558,13 @@ class Gang:
         work = capi.gang_all_to_allv(self._h, xv, [s * per_row for s in send_sizes], ov,
                                      [s * per_row for s in recv_sizes], dt,
                                      self._mode(async_op))
-        return _done(work, out, xv, ov)
+        return self._done(work, out, xv, ov)
 
     def send(self, x, dst=None, tag=0, *, dtype=None, async_op=False):
         """Sends x to rank dst (default: the next rank) with a tag."""
         mv, dt, n = self._view(x, dtype=dtype)
         dst = (self._rank + 1) % self._size if dst is None else _index("dst", dst)
-        return _done(capi.gang_send(self._h, mv, n, dt, dst, _index("tag", tag),
+        return self._done(capi.gang_send(self._h, mv, n, dt, dst, _index("tag", tag),
                                     self._mode(async_op)), None, mv)
 
     def recv(self, out, src=None, tag=0, *, dtype=None, async_op=False):
@@ -555,7 +572,7 @@ class Gang:
         out's size and dtype must equal the sender's. Returns out."""
         mv, dt, n = self._view(out, writable=True, dtype=dtype, what="out")
         src = (self._rank - 1) % self._size if src is None else _index("src", src)
-        return _done(capi.gang_recv(self._h, mv, n, dt, src, _index("tag", tag),
+        return self._done(capi.gang_recv(self._h, mv, n, dt, src, _index("tag", tag),
                                     self._mode(async_op)), out, mv)
 
     @contextlib.contextmanager
@@ -584,7 +601,7 @@ class Gang:
 
     def barrier(self, *, async_op=False):
         """Returns once every rank has entered the barrier."""
-        return _done(capi.gang_barrier(self._h, self._mode(async_op)), None)
+        return self._done(capi.gang_barrier(self._h, self._mode(async_op)), None)
 
     # ---- helpers from training code --------------------------------------
 
@@ -709,12 +726,12 @@ class FakeGang(Gang):
             x.mul_(self._size)
         elif op is ReduceOperation.PRODUCT:
             x.pow_(self._size)
-        return _done(None, x)
+        return self._done(None, x)
 
     def broadcast(self, x, source_rank=0, *, dtype=None, async_op=False):
         if not self._fake_cuda:
             return super().broadcast(x, source_rank, dtype=dtype, async_op=async_op)
-        return _done(None, x)
+        return self._done(None, x)
 
     def all_gather(self, out, x, *, dtype=None, async_op=False):
         if not self._fake_cuda:
@@ -722,12 +739,12 @@ class FakeGang(Gang):
         flat = out.view(self._size, -1)
         for r in range(self._size):
             flat[r].copy_(x.reshape(-1))
-        return _done(None, out)
+        return self._done(None, out)
 
     def barrier(self, *, async_op=False):
         if not self._fake_cuda:
             return super().barrier(async_op=async_op)
-        return _done(None, None)
+        return self._done(None, None)
 
     # Every rank holds this rank's objects: a broadcast leaves them be.
     def broadcast_object(self, obj=None, src=0):

@@ -125,6 +125,9 @@ def _parallel_and_fsdp():
     assert objects == [0]
     fsdp.close()
     gangs.close()
+    # rank 0 serves the store the others' sub-gangs meet through: it may
+    # not leave before they are done with it
+    root.barrier()
     root.close()
 
 

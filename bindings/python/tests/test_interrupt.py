@@ -20,14 +20,17 @@ import os, sys, time
 import numpy as np
 import gang
 
-out = sys.argv[1]
+out, how_to_wait = sys.argv[1], sys.argv[2] if len(sys.argv) > 2 else "blocking"
 g = gang.create(timeout=30)
 x = np.zeros(4)
 open(f"{out}/ready-{g.rank}", "w").close()
 start = time.monotonic()
 how = "returned"
 try:
-    g.recv(x, src=1 - g.rank)
+    if how_to_wait == "work" and g.rank == 0:
+        g.recv(x, src=1 - g.rank, async_op=True).wait()
+    else:
+        g.recv(x, src=1 - g.rank)
 except KeyboardInterrupt:
     how = "KeyboardInterrupt"
     raise
@@ -52,12 +55,14 @@ def _report(path):
     return how, float(seconds)
 
 
-def test_sigint_interrupts_a_blocked_collective_and_fails_the_peer(tmp_path):
+@pytest.mark.parametrize("how_to_wait", ["blocking", "work"])
+def test_sigint_interrupts_a_blocked_collective_and_fails_the_peer(tmp_path, how_to_wait):
+    """Rank 0 blocked in a receive, or in Work.wait() of one."""
     script = tmp_path / "rank.py"
     script.write_text(RANK)
     port = free_port()
     env = dict(os.environ, GANG_SIZE="2", GANG_INIT_METHOD=f"tcp://127.0.0.1:{port}")
-    procs = [subprocess.Popen([sys.executable, str(script), str(tmp_path)],
+    procs = [subprocess.Popen([sys.executable, str(script), str(tmp_path), how_to_wait],
                               env=dict(env, GANG_RANK=str(r)), stdout=subprocess.PIPE,
                               stderr=subprocess.STDOUT, text=True) for r in range(2)]
     try:
