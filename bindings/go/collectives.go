@@ -120,6 +120,7 @@ func collective(ctx context.Context, g *Gang, f func(h capi.GangHandle) int) err
 		return err
 	}
 	if ctx == nil || ctx.Done() == nil {
+		yieldIfDue()
 		runtime.LockOSThread()
 		if status := f(h); status < 0 {
 			err = &Error{Status: Status(status), Msg: capi.Gang_last_error()}

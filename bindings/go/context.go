@@ -30,6 +30,7 @@ import (
 
 // callContext runs one C call on gang h under ctx.
 func callContext(ctx context.Context, h capi.GangHandle, f func() int) error {
+	yieldIfDue()
 	if ctx == nil {
 		return call(f)
 	}

@@ -6,10 +6,34 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"gang.dev/gang/internal/capi"
 )
+
+// Why collectives yield: Go's sysmon treats a goroutine that has not passed
+// through the scheduler for 10 ms as long-running, and from then on takes
+// the P of each of its blocking cgo calls away at once. That wakes a
+// spinning thread, lets sysmon fall into deep sleep and wakes it again
+// when the call returns: about 3.6 more context switches a call than C
+// makes, and a collective of ~100 us over TCP 10-30% slower. A program
+// whose main goroutine does nothing but collectives never passes through
+// the scheduler, so each collective yields first when a millisecond has
+// gone by since the last yield: the calls' cost and context switches then
+// match C's (bindings/bench_overhead.sh).
+var (
+	epoch     = time.Now()
+	lastYield atomic.Int64 // nanoseconds since epoch
+)
+
+func yieldIfDue() {
+	now := int64(time.Since(epoch))
+	if now-lastYield.Load() >= int64(time.Millisecond) {
+		lastYield.Store(now)
+		runtime.Gosched()
+	}
+}
 
 // call runs one C call with the goroutine locked to its OS thread and, if
 // it failed, reads the library's message for it on that same thread (the
