@@ -140,9 +140,10 @@ GANG_PY_HANDLE_OUT(gangs_t)
  * the watcher aborts the gang the main thread is blocked in, if any. The
  * call then fails, and the pending KeyboardInterrupt is raised instead of
  * its error (gang_py_raise). Peers of the aborted gang fail at once with
- * GANG_ERR_PEER_LOST. The per-call cost is a mutex on the main thread. A
- * program that installs its own SIGINT handler later (signal.signal)
- * replaces this one, and its blocking calls wait as before. */
+ * GANG_ERR_PEER_LOST. The per-call cost is a mutex on the main thread.
+ * Only Python's default SIGINT handler (KeyboardInterrupt) leads to an
+ * abort: with a Python handler of the program's own, blocking calls finish
+ * as they would without gang. */
 %fragment("gang_py_interrupt", "header") %{
 #include <errno.h>
 #include <fcntl.h>
@@ -170,6 +171,36 @@ static void gang_py_on_sigint(int sig, siginfo_t* info, void* context) {
   errno = saved;
 }
 
+/* Whether SIGINT's Python handler is still signal.default_int_handler,
+ * which raises KeyboardInterrupt: only then is aborting the blocked gang
+ * what the program asked for. A program with a handler of its own (say, a
+ * graceful stop after the current step) gets its blocked call to finish as
+ * it would without gang. Runs on the watcher while the main thread waits in
+ * C without the GIL; never while the interpreter is finalizing. */
+static int gang_py_sigint_raises(void) {
+  int yes = 0;
+  PyGILState_STATE gil;
+  PyObject *signal_module, *current, *default_handler;
+#if PY_VERSION_HEX >= 0x030D0000
+  if (Py_IsFinalizing()) return 0;
+#else
+  if (_Py_IsFinalizing()) return 0;
+#endif
+  gil = PyGILState_Ensure();
+  signal_module = PyImport_ImportModule("signal");
+  if (signal_module != NULL) {
+    current = PyObject_CallMethod(signal_module, "getsignal", "i", SIGINT);
+    default_handler = PyObject_GetAttrString(signal_module, "default_int_handler");
+    yes = current != NULL && current == default_handler;
+    Py_XDECREF(current);
+    Py_XDECREF(default_handler);
+    Py_DECREF(signal_module);
+  }
+  PyErr_Clear();
+  PyGILState_Release(gil);
+  return yes;
+}
+
 static void* gang_py_watch_interrupts(void* unused) {
   char byte;
   (void)unused;
@@ -177,6 +208,7 @@ static void* gang_py_watch_interrupts(void* unused) {
     const ssize_t n = read(gang_py_wake[0], &byte, 1);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) return NULL;
+    if (!gang_py_sigint_raises()) continue;
     pthread_mutex_lock(&gang_py_blocking_mu);
     if (gang_py_blocking != NULL) gang_abort(gang_py_blocking);
     pthread_mutex_unlock(&gang_py_blocking_mu);

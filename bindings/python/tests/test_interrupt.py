@@ -112,3 +112,51 @@ def test_sigint_under_gangrun_runs_every_finally_block(tmp_path):
         # SIGINT reached both; a rank may also see its peer's abort first.
         assert how in ("KeyboardInterrupt", "GangPeerLostError"), (r, how, out)
     assert run.returncode != 0, out
+
+
+# Rank 0 installs a SIGINT handler of its own (a graceful stop) and waits in
+# a receive; rank 1 sends 3 s later. SIGINT at 1 s must not abort the gang:
+# the receive completes with rank 1's data, then the handler has run.
+GRACEFUL = r'''
+import os, signal, sys, time
+import numpy as np
+import gang
+
+out = sys.argv[1]
+stop = []
+g = gang.create(timeout=30)
+if g.rank == 0:
+    signal.signal(signal.SIGINT, lambda *_: stop.append(time.monotonic()))
+    x = np.zeros(4)
+    open(f"{out}/ready-0", "w").close()
+    g.recv(x, src=1)
+    with open(f"{out}/rank-0", "w") as f:
+        f.write(f"{x[0]} {len(stop)}")
+else:
+    open(f"{out}/ready-1", "w").close()
+    time.sleep(3.0)
+    g.send(np.full(4, 7.0), dst=0)
+g.barrier()
+g.close()
+'''
+
+
+def test_a_handler_of_the_programs_own_keeps_the_gang(tmp_path):
+    script = tmp_path / "graceful.py"
+    script.write_text(GRACEFUL)
+    port = free_port()
+    env = dict(os.environ, GANG_SIZE="2", GANG_INIT_METHOD=f"tcp://127.0.0.1:{port}")
+    procs = [subprocess.Popen([sys.executable, str(script), str(tmp_path)],
+                              env=dict(env, GANG_RANK=str(r)), stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True) for r in range(2)]
+    try:
+        _wait_for([tmp_path / "ready-0", tmp_path / "ready-1"], 60)
+        time.sleep(1.0)
+        procs[0].send_signal(signal.SIGINT)
+        outs = [p.communicate(timeout=60)[0] for p in procs]
+    finally:
+        for p in procs:
+            p.kill()
+    assert [p.returncode for p in procs] == [0, 0], outs
+    value, handled = open(tmp_path / "rank-0").read().split()
+    assert (float(value), int(handled)) == (7.0, 1), outs
