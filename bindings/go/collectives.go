@@ -112,23 +112,12 @@ func ptr[T any](x []T) uintptr {
 }
 
 // collective checks g and runs one C call on it, under ctx (see Context).
-// A context that cannot be done takes the direct path: one cgo call with
-// the goroutine locked to its thread, no closure between.
 func collective(ctx context.Context, g *Gang, f func(h capi.GangHandle) int) error {
 	h, err := g.handle()
 	if err != nil {
 		return err
 	}
-	if ctx == nil || ctx.Done() == nil {
-		yieldIfDue()
-		runtime.LockOSThread()
-		if status := f(h); status < 0 {
-			err = &Error{Status: Status(status), Msg: capi.Gang_last_error()}
-		}
-		runtime.UnlockOSThread()
-	} else {
-		err = callContext(ctx, h, func() int { return f(h) })
-	}
+	err = callContext(ctx, h, func() int { return f(h) })
 	runtime.KeepAlive(g)
 	return err
 }

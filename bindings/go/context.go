@@ -39,7 +39,7 @@ func callContext(ctx context.Context, h capi.GangHandle, f func() int) error {
 		return call(f)
 	}
 	if err := ctx.Err(); err != nil {
-		return contextError(err, "not issued")
+		return contextError(StatusInvalidArgument, "not issued", err)
 	}
 	finished := make(chan struct{})
 	watched := make(chan struct{})
@@ -57,17 +57,13 @@ func callContext(ctx context.Context, h capi.GangHandle, f func() int) error {
 	close(finished)
 	<-watched
 	if err != nil && atomic.LoadInt32(&aborted) == 1 {
-		return contextError(ctx.Err(), "the gang was aborted")
+		return contextError(StatusAborted, "the gang was aborted", ctx.Err())
 	}
 	return err
 }
 
 // contextError is the error of a call ended by its context.
-func contextError(cause error, what string) error {
-	status := StatusAborted
-	if what == "not issued" {
-		status = StatusInvalidArgument
-	}
+func contextError(status Status, what string, cause error) error {
 	return &Error{Status: status, Msg: what + ": " + cause.Error(), cause: cause}
 }
 

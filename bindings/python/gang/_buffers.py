@@ -226,8 +226,19 @@ def _torch_view(t, writable: bool, dtype, what: str, device: bool) -> tuple:
     return v, dt, v.count
 
 
-def _is_torch_tensor(cls) -> bool:
-    return cls.__module__.startswith("torch") and hasattr(cls, "data_ptr")
+# class -> whether it is a torch tensor class, learned as they come.
+_TENSOR_CLASSES = {}
+
+
+def is_tensor(obj) -> bool:
+    """Whether obj is a torch tensor (or Parameter), without importing
+    torch."""
+    cls = type(obj)
+    known = _TENSOR_CLASSES.get(cls)
+    if known is None:
+        known = _TENSOR_CLASSES[cls] = (cls.__module__.startswith("torch")
+                                        and hasattr(cls, "data_ptr"))
+    return known
 
 
 def _typestr_dtype(typestr: str):
@@ -278,11 +289,8 @@ def _choose(what: str, natural, dtype, itemsize: int, integer: bool, described: 
     return dt
 
 
-# Types without the buffer protocol, torch's tensor types and the other
-# types (DLPack, CUDA array interface), learned as they come.
+# Types without the buffer protocol, learned as they come.
 _NO_BUFFER = set()
-_TORCH_TYPES = set()
-_NO_BUFFER_OTHERS = set()
 
 
 def view(obj, *, writable: bool = False, dtype=None, what: str = "x", device: bool = False):
@@ -312,10 +320,8 @@ def view(obj, *, writable: bool = False, dtype=None, what: str = "x", device: bo
                 if natural is not None:
                     return mv, natural, mv.nbytes // mv.itemsize
             return _memoryview_view(mv, writable, dtype, what)
-    if cls in _TORCH_TYPES or (cls not in _NO_BUFFER_OTHERS and _is_torch_tensor(cls)):
-        _TORCH_TYPES.add(cls)
+    if is_tensor(obj):
         return _torch_view(obj, writable, dtype, what, device)
-    _NO_BUFFER_OTHERS.add(cls)
     if hasattr(obj, "__dlpack__"):
         return _dlpack_view(obj, writable, dtype, what, device)
     if hasattr(obj, "__cuda_array_interface__"):
@@ -349,10 +355,6 @@ def shape_of(v) -> tuple:
     return tuple(v.shape or ())
 
 
-def _is_tensor(obj) -> bool:
-    return hasattr(obj, "new_empty") and hasattr(obj, "__dlpack__")
-
-
 def new_like(obj, v, shape: tuple):
     """A new, uninitialised buffer of obj's type and element type.
 
@@ -362,7 +364,7 @@ def new_like(obj, v, shape: tuple):
     typecode, else a memoryview over a bytearray (or, for formats memoryview
     cannot cast to, such as 'e', a numpy array).
     """
-    if _is_tensor(obj):
+    if is_tensor(obj):
         return obj.new_empty(shape)
     if isinstance(v, AddressView):
         raise GangTypeError("gang cannot allocate device memory (or memory of a DLPack "

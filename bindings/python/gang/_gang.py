@@ -10,7 +10,8 @@ import time
 
 from . import capi
 from . import errors  # importing it registers the exception classes with capi
-from ._buffers import DType, _np, as_dtype, new_like, rows, rows_shape, shape_of, view
+from ._buffers import (DType, _np, as_dtype, is_tensor, new_like, rows, rows_shape, shape_of,
+                       view)
 from .errors import GangInvalidArgumentError, GangTypeError
 
 __all__ = ["Gang", "FakeGang", "ReduceOperation", "Work", "create", "detect_env"]
@@ -412,7 +413,7 @@ class Gang:
                                            f"the gang has {self._size} ranks")
         out = new_like(x, xv, (self._size,) + shape_of(xv))
         self.all_gather(out, x, dtype=dtype)
-        if _np is not None and isinstance(out, _np.ndarray) or hasattr(out, "new_empty"):
+        if _np is not None and isinstance(out, _np.ndarray) or is_tensor(out):
             parts = [out[r] for r in range(self._size)]
         else:
             parts = [out[r * n:(r + 1) * n] for r in range(self._size)]
@@ -420,7 +421,7 @@ class Gang:
             return parts
         for r, part in enumerate(parts):
             dst = output_list[r]
-            if hasattr(dst, "copy_"):
+            if is_tensor(dst):
                 dst.copy_(part)
             else:
                 memoryview(dst).cast("B")[:] = memoryview(part).cast("B")
@@ -686,8 +687,7 @@ def _raw_kind(value, cuda: bool):
     (pickled): raw only in the memory the gang's collectives take."""
     if _np is not None and isinstance(value, _np.ndarray) and not cuda:
         return "numpy"
-    if type(value).__module__.startswith("torch") and hasattr(value, "is_cuda") \
-            and bool(value.is_cuda) == cuda:
+    if is_tensor(value) and value.is_cuda == cuda:
         return "torch"
     return None
 
@@ -714,9 +714,6 @@ class FakeGang(Gang):
     @property
     def device(self) -> str:
         return self._device
-
-    def _view(self, obj, **kw):
-        return view(obj, device=False, **kw)
 
     def all_reduce(self, x, op=ReduceOperation.SUM, *, dtype=None, async_op=False):
         if not self._fake_cuda:

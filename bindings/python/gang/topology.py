@@ -167,10 +167,10 @@ def create_fsdp_gangs(gangs: Gangs, intra_node: bool = False, *, intra_node_size
     number of dp ranks a node holds (default: the launcher's local size
     divided by tp*cp*pp). Collective over root; returns new Gangs from the
     same root and degrees (close the old ones when done with them)."""
-    config = dict(gangs._config or {})
     if gangs._config is None:
         raise GangInvalidArgumentError("create_fsdp_gangs needs Gangs made by "
                                        "create_parallel_gangs or split_parallel")
+    config = dict(gangs._config)
     if intra_node_size is None and intra_node:
         local = detect_env()["local_size"]
         if local is None or local < 1:

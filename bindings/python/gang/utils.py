@@ -3,7 +3,7 @@
 import numbers
 import pickle
 
-from ._buffers import _np
+from ._buffers import _np, is_tensor
 from ._gang import Gang, ReduceOperation, create
 from .errors import GangInvalidArgumentError
 
@@ -26,7 +26,7 @@ def broadcast_flag(gang: Gang, flag: bool, source_rank: int = 0) -> bool:
 def all_sum(gang: Gang, value):
     """fairseq2: the sum of every rank's value. A tensor gives a new tensor
     (the input is left alone), a number a float."""
-    if hasattr(value, "clone") and hasattr(value, "__dlpack__"):
+    if is_tensor(value):
         total = value.detach().clone()
         gang.all_reduce(total, ReduceOperation.SUM)
         return total
