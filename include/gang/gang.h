@@ -29,7 +29,16 @@
  *   gang_free(), even when its length is 0.
  * - Every function may be called from any thread. On one gang, operations are
  *   matched across ranks by issue order: a program that issues on one gang
- *   from several threads must order them the same way on every rank.
+ *   from several threads must order them the same way on every rank (one
+ *   thread per gang, or a lock around a sequence the ranks agree on). Where
+ *   the orders differ, the operations that meet differ in what they are
+ *   (call, dtype, op, count, root) or they do not: the first case is
+ *   GANG_ERR_MISMATCH on every rank, never a wrong result; the second cannot
+ *   be told from a correct program by gang (two all-reduces of 4 floats
+ *   swapped between threads add the wrong buffers), not even with
+ *   GANG_DEBUG=detail, which compares the same descriptions. Give each
+ *   thread a gang of its own (gang_split) when threads must run
+ *   collectives independently.
  */
 #ifndef GANG_H
 #define GANG_H
@@ -373,12 +382,13 @@ GANG_API gang_status_t gang_create_fake(int rank, int size, gang_t** out);
  *  Thread-safe, also against calls with the same gang on other threads. The
  *  handle dies as gang_destroy begins: a call that starts afterwards, on any
  *  thread, and a second gang_destroy return GANG_ERR_INVALID_ARGUMENT (queries
- *  their "no gang" value), and never reach another gang. A call already
- *  running on another thread is waited for as an in-flight operation: it
- *  completes, or fails (GANG_ERR_ABORTED once that wait ends, or
- *  GANG_ERR_TIMEOUT if its own deadline comes first); the memory goes when
- *  the last such call has returned. Strings a query returned for the gang
- *  (gang_name) are valid until it is destroyed.
+ *  their "no gang" value), and never reach another gang. A blocking call
+ *  another thread is in (a collective, a byte payload, a flag) is aborted at
+ *  once: it returns GANG_ERR_ABORTED ("destroyed while ... blocked"), and
+ *  the peers' operations with this rank fail. Asynchronous work is waited
+ *  for as above. The memory goes when the last call running has returned.
+ *  Strings a query returned for the gang (gang_name) are valid until it is
+ *  destroyed.
  *
  *  The same holds for every handle: a destroyed handle, or a value gang never
  *  made, is GANG_ERR_INVALID_ARGUMENT naming the function, without any memory

@@ -209,13 +209,14 @@ GANG_API gang_status_t gang_group_end(gang_t* g, gang_work_t** work) {
   GANG_ABI_TRY
   if (work) *work = nullptr;
   const auto impl = pin_gang(g, "gang_group_end");
-  auto w = impl->group_end(work != nullptr);
-  if (!w) return GANG_OK;
   if (work) {
-    *work = gang::abi::wrap_work(std::move(w));
+    auto w = impl->group_end(true);
+    if (w) *work = gang::abi::wrap_work(std::move(w));
     return GANG_OK;
   }
-  return gang::abi::wait_work(*w, gang::core::Millis(-1));
+  gang::core::Gang::Blocking blocking(*impl);
+  auto w = impl->group_end(false);
+  return w ? gang::abi::wait_work(*w, gang::core::Millis(-1)) : GANG_OK;
   GANG_ABI_CATCH
 }
 

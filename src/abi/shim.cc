@@ -148,13 +148,14 @@ gang_status_t issue(gang_t* g, core::CollectiveArgs args, gang_work_t** work,
   // rather than freeing the gang under it.
   const auto impl = pin_gang(g, api);
   if (work != nullptr) *work = nullptr;
-  auto w = impl->issue(std::move(args), work != nullptr);
-  if (!w) return GANG_OK;  // recorded in an open group
-  if (work != nullptr) {
-    *work = wrap_work(std::move(w));
-    return GANG_OK;
+  if (work == nullptr) {
+    core::Gang::Blocking blocking(*impl);
+    auto w = impl->issue(std::move(args), false);
+    return w ? wait_work(*w, core::Millis(-1)) : GANG_OK;  // null: in a group
   }
-  return wait_work(*w, core::Millis(-1));
+  auto w = impl->issue(std::move(args), true);
+  if (w) *work = wrap_work(std::move(w));
+  return GANG_OK;
 }
 
 }  // namespace gang::abi

@@ -51,6 +51,9 @@ struct Capabilities {
   // Backend::split may make a sub-gang's backend from this one (it may
   // still answer kUnsupported).
   bool native_split = false;
+  // The backend's waits warn every GANG_WAIT_WARN_S themselves, naming the
+  // ranks they wait for; the core's watchdog then says nothing.
+  bool warns_while_waiting = false;
 };
 
 // Which tag space an operation travels in: the user's collectives, the
@@ -94,6 +97,8 @@ using BackendWorkPtr = std::unique_ptr<BackendWork>;
 class Backend;
 
 struct BackendConfig {
+  // The gang's name, for messages and logs.
+  std::string name;
   int rank = 0;
   int size = 1;
   // Where this rank sits: -1 where unknown.

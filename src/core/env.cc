@@ -39,6 +39,18 @@ std::chrono::milliseconds timeout() {
       "GANG_TIMEOUT_MS", v, 1, std::numeric_limits<int64_t>::max() / 1000000));
 }
 
+std::chrono::milliseconds wait_warn_interval() {
+  const char* v = raw("GANG_WAIT_WARN_S");
+  if (!v || !*v) return kDefaultWaitWarn;
+  char* end = nullptr;
+  const double s = std::strtod(v, &end);
+  if (*end != '\0' || !(s >= 0) || s > 1e9) {
+    fail(Status::kInvalidArgument, "GANG_WAIT_WARN_S must be a number of "
+         "seconds >= 0 (0: no warnings), not \"", v, "\"");
+  }
+  return std::chrono::milliseconds(static_cast<int64_t>(s * 1000));
+}
+
 std::string socket_ifname() {
   const char* v = raw("GANG_SOCKET_IFNAME");
   return v ? v : "";

@@ -17,6 +17,11 @@ constexpr std::chrono::milliseconds kDefaultTimeout{600000};
 // it), otherwise kDefaultTimeout.
 std::chrono::milliseconds timeout();
 
+// GANG_WAIT_WARN_S: how often a rank blocked in an operation says so (which
+// operation, which ranks it waits for); 0 turns it off. Default 30 s.
+constexpr std::chrono::milliseconds kDefaultWaitWarn{30000};
+std::chrono::milliseconds wait_warn_interval();
+
 // GANG_SOCKET_IFNAME, or "".
 std::string socket_ifname();
 

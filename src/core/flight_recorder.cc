@@ -1,6 +1,9 @@
 #include "core/flight_recorder.h"
 
+#include <sys/time.h>
+
 #include <chrono>
+#include <ctime>
 #include <cstdio>
 #include <memory>
 
@@ -42,7 +45,9 @@ const char* recorder_status(Status s) {
 
 }  // namespace
 
-FlightRecorder::FlightRecorder(const std::string& path, int global_rank) {
+FlightRecorder::FlightRecorder(const std::string& path, int global_rank,
+                               const std::string& gang, int rank, int size)
+    : global_rank_(global_rank), gang_(gang), rank_(rank), size_(size) {
   const size_t at = path.find("%r");
   path_ = at == std::string::npos
               ? str_cat(path, ".", global_rank)
@@ -84,8 +89,7 @@ void FlightRecorder::ended(uint64_t id, Status status) {
   }
 }
 
-void FlightRecorder::dump(const std::string& gang_name, int rank, int size,
-                          const std::string& error) const {
+void FlightRecorder::dump(const std::string& why) const {
   std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen(path_.c_str(), "a"),
                                           std::fclose);
   if (!f) return;
@@ -95,8 +99,15 @@ void FlightRecorder::dump(const std::string& gang_name, int rank, int size,
         std::chrono::duration_cast<std::chrono::milliseconds>(d).count());
   };
   std::lock_guard<std::mutex> lock(mu_);
-  std::fprintf(f.get(), "gang \"%s\" rank %d of %d failed: %s\n",
-               gang_name.c_str(), rank, size, error.c_str());
+  timeval tv;
+  ::gettimeofday(&tv, nullptr);
+  tm local;
+  ::localtime_r(&tv.tv_sec, &local);
+  char when[32];
+  const size_t w = std::strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%S", &local);
+  std::snprintf(when + w, sizeof when - w, ".%03d", static_cast<int>(tv.tv_usec / 1000));
+  std::fprintf(f.get(), "gang \"%s\" rank %d of %d (global rank %d) at %s: %s\n",
+               gang_.c_str(), rank_, size_, global_rank_, when, why.c_str());
   std::fprintf(f.get(), "%-8s %-8s %-22s %-9s %-5s %-10s %-6s %-12s %s\n",
                "op#", "seq", "call", "dtype", "op", "count", "root", "status",
                "issued ms ago / took ms");

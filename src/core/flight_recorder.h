@@ -1,7 +1,13 @@
 // The flight recorder: the last operations of a gang, dumped to a file when
-// the gang fails (GANG_FLIGHT_RECORDER), so a hang or a crash of one rank can
-// be read off every rank afterwards: which operation each rank was in, how
-// long it had waited, which ones completed.
+// the gang fails (GANG_FLIGHT_RECORDER) or when the process is asked to
+// (SIGURG, watchdog.h), so a hang or a crash of one rank can be read off
+// every rank: which operation each rank was in, how long it had waited,
+// which ones completed. gang-trace reads the dumps of every rank.
+//
+// A dump is a header line, a column line and one line per operation:
+//   gang "root" rank 2 of 4 (global rank 2) at 2026-11-24T10:02:03.417: <why>
+//   op#  seq  call  dtype  op  count  root  status  issued ms ago / took ms
+//   ...
 #pragma once
 
 #include <cstdint>
@@ -20,16 +26,18 @@ class FlightRecorder {
   static constexpr size_t kCapacity = 256;
 
   // `path` is where dump() writes; "%r" in it becomes `global_rank`, else
-  // ".<global_rank>" is appended.
-  FlightRecorder(const std::string& path, int global_rank);
+  // ".<global_rank>" is appended. The gang's name, rank and size head
+  // every dump.
+  FlightRecorder(const std::string& path, int global_rank,
+                 const std::string& gang, int rank, int size);
 
   void issued(uint64_t id, uint64_t seq, const CollectiveArgs& args);
   void ended(uint64_t id, Status status);
 
   // Appends the recorded operations, oldest first, under a header naming the
-  // gang and its first error. Best effort: I/O errors are ignored.
-  void dump(const std::string& gang_name, int rank, int size,
-            const std::string& error) const;
+  // gang and why (its first error, or a request). Best effort: I/O errors
+  // are ignored.
+  void dump(const std::string& why) const;
 
   const std::string& path() const { return path_; }
 
@@ -48,6 +56,9 @@ class FlightRecorder {
   };
 
   std::string path_;
+  int global_rank_;
+  std::string gang_;
+  int rank_, size_;
   mutable std::mutex mu_;
   std::vector<Entry> ring_;
   size_t next_ = 0;  // total recorded; ring_[next_ % kCapacity] is the oldest

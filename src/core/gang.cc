@@ -8,6 +8,7 @@
 #include "core/flight_recorder.h"
 #include "core/log.h"
 #include "core/validate.h"
+#include "core/watchdog.h"
 
 namespace gang::core {
 
@@ -230,9 +231,24 @@ void Gang::post_task(Task& task) {
         check_fingerprint(op.args, op.seq, op.deadline);
       }
     }
-    BackendWorkPtr pending = task.ops.size() == 1
-                                 ? backend_->post(task.ops[0])
-                                 : backend_->post_group(task.ops);
+    // Synchronous backends run the operation inside post(): that is where
+    // a rank waits for its peers, which the watchdog may warn about.
+    watched_->busy_seq.store(task.ops[0].seq, std::memory_order_relaxed);
+    watched_->busy_kind.store(static_cast<int>(task.ops[0].args.kind),
+                              std::memory_order_relaxed);
+    watched_->busy_since.store(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(
+            Clock::now().time_since_epoch()).count(),
+        std::memory_order_release);
+    BackendWorkPtr pending;
+    try {
+      pending = task.ops.size() == 1 ? backend_->post(task.ops[0])
+                                     : backend_->post_group(task.ops);
+    } catch (...) {
+      watched_->busy_since.store(0, std::memory_order_relaxed);
+      throw;
+    }
+    watched_->busy_since.store(0, std::memory_order_relaxed);
     task.work->posted(std::move(pending));
   } catch (const Error& e) {
     task.work->failed(e.status(), e.what());
@@ -256,6 +272,7 @@ void Gang::control(const char* api,
     id = next_issue_++;
   }
   try {
+    Blocking blocking(*this);
     f(deadline_after(timeout()));
   } catch (const Error& e) {
     // Arguments refused before anything moved leave the gang usable.
@@ -275,6 +292,11 @@ std::string Gang::report_failure(const char* api, uint64_t id, Status* status,
                                  const std::string& what) {
   std::string message = str_cat(api, " (operation ", id, ") on gang \"", name_,
                                 "\" rank ", rank_, ": ", what);
+  if (*status == Status::kTimeout && !debug_) {
+    message += "; GANG_DEBUG=detail compares every collective's arguments "
+               "across ranks before it runs and would name a mismatch behind "
+               "this wait";
+  }
   // A failure recorded meanwhile (an abort from another thread, an overdue
   // wait) is why the backend gave up: report that first error.
   if (failed_.load() != 0) {
@@ -313,7 +335,7 @@ void Gang::mark_failed(Status status, const std::string& message,
     backend_->abort();
     if (control_) control_->abort();
     if (recorder_) {
-      recorder_->dump(name_, rank_, size_, message);
+      recorder_->dump(str_cat("failed: ", message));
       GANG_LOG(kWarn, "gang \"", name_, "\" rank ", rank_,
                ": recent operations written to ", recorder_->path());
     }
@@ -328,6 +350,13 @@ void Gang::abort() {
 void Gang::shutdown() {
   std::call_once(shutdown_once_, [this] {
     if (!executor_) return;  // make() failed before the gang was complete
+    // A call another thread is blocked in would hold the teardown until its
+    // timeout: end it now (gang_destroy's contract: "aborts the rest").
+    if (blocked_.load() > 0) {
+      mark_failed(Status::kAborted,
+                  str_cat("gang \"", name_, "\" was destroyed while another "
+                          "thread was blocked in a call on it"));
+    }
     const Clock::time_point deadline = deadline_after(timeout());
     bool idle = executor_->wait_idle(deadline);
     std::vector<std::weak_ptr<Work>> p2p;

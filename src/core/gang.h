@@ -39,6 +39,7 @@ class ControlChannel;
 class Executor;
 class FlightRecorder;
 struct Task;
+struct Watched;
 
 // What gang_create asks for, as the C shim copied it from gang_options_t.
 struct GangOptions {
@@ -120,6 +121,20 @@ class Gang : public std::enable_shared_from_this<Gang> {
   HostBytes recv_bytes(int peer, int tag);
   int broadcast_flag(int flag, int root);
   double all_sum(double value);
+
+  // Held by a thread for as long as it is blocked in a call on this gang (a
+  // blocking collective, a control call): a shutdown() from another thread
+  // then aborts that call at once instead of waiting for it.
+  class Blocking {
+   public:
+    explicit Blocking(Gang& gang) : gang_(gang) { gang_.blocked_.fetch_add(1); }
+    ~Blocking() { gang_.blocked_.fetch_sub(1); }
+    Blocking(const Blocking&) = delete;
+    Blocking& operator=(const Blocking&) = delete;
+
+   private:
+    Gang& gang_;
+  };
 
   // Fails the gang (if healthy) and makes in-flight work end promptly.
   void abort();
@@ -245,8 +260,15 @@ class Gang : public std::enable_shared_from_this<Gang> {
   std::vector<std::pair<std::thread::id, std::vector<CollectiveArgs>>> groups_;
   std::atomic<int> open_groups_{0};
 
-  // GANG_FLIGHT_RECORDER: the recent operations, dumped when the gang fails.
+  // GANG_FLIGHT_RECORDER: the recent operations, dumped when the gang fails
+  // or on request.
   std::shared_ptr<FlightRecorder> recorder_;
+  // What the process's watchdog reads (watchdog.h): the operation this rank
+  // is blocked in, for wait warnings.
+  std::shared_ptr<Watched> watched_;
+
+  // Threads blocked in a call on this gang (Blocking).
+  std::atomic<int> blocked_{0};
 
   // Failure: the first error, kept for the messages of later calls.
   std::atomic<int> failed_{0};

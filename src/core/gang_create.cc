@@ -8,6 +8,7 @@
 #include "core/env.h"
 #include "core/executor.h"
 #include "core/flight_recorder.h"
+#include "core/watchdog.h"
 #include "core/gang.h"
 #include "core/log.h"
 #include "core/registry.h"
@@ -75,6 +76,9 @@ std::shared_ptr<Gang> Gang::create(const GangOptions& o) {
         [](const std::string& line) { GANG_LOG(kWarn, "store server: ", line); });
   });
   const Resolved r = resolve(o);
+  // Log lines show the rank of the process's first gang.
+  static std::once_flag rank_once;
+  std::call_once(rank_once, [&] { set_log_rank(r.rank); });
   Setup s;
   s.name = r.name;
   s.rank = r.rank;
@@ -187,10 +191,18 @@ std::shared_ptr<Gang> Gang::make(Setup s) {
   const std::string recorder_path = env::flight_recorder_path();
   if (!recorder_path.empty()) {
     g->recorder_ = std::make_shared<FlightRecorder>(
-        recorder_path, g->root_ranks_[static_cast<size_t>(s.rank)]);
+        recorder_path, g->root_ranks_[static_cast<size_t>(s.rank)], s.name,
+        s.rank, s.size);
   }
+  s.config.name = s.name;
   g->backend_ = s.made ? std::move(s.made) : s.backend.create(s.config);
   g->caps_ = &g->backend_->capabilities();
+  g->watched_ = std::make_shared<Watched>();
+  g->watched_->gang = s.name;
+  g->watched_->rank = s.rank;
+  g->watched_->warns_itself = g->caps_->warns_while_waiting;
+  g->watched_->recorder = g->recorder_;
+  watch_gang(g->watched_);
   g->control_ = g->caps_->host_memory
                     ? std::make_unique<ControlChannel>(g->backend_.get())
                     : own_control(s);

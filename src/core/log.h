@@ -1,4 +1,8 @@
-// Logging to stderr, filtered by GANG_LOG_LEVEL.
+// Logging to stderr, filtered by GANG_LOG_LEVEL. Each line carries the local
+// time to the millisecond, the process's rank in its first gang (once it has
+// one) and its pid:
+//   2026-11-24T10:02:03.417 gang[rank 3 pid 4711] warn: gang "root" rank 3 ...
+// Lines about a gang name it and the rank in it.
 #pragma once
 
 #include "core/env.h"
@@ -7,6 +11,8 @@
 namespace gang::core {
 
 bool log_enabled(env::LogLevel level);
+// The rank the log lines show: the first gang_create's (a root gang).
+void set_log_rank(int rank);
 void log_line(env::LogLevel level, const std::string& line);
 
 }  // namespace gang::core

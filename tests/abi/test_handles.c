@@ -635,19 +635,12 @@ static int rank_destroy_while_blocked(int rank, int size, const char* url, void*
     printf("rank 1 %s: gang_destroy took %lld ms; the blocked all-reduce returned %s\n",
            joins ? "joins late" : "never joins", (long long)took,
            gang_status_name(b.status));
-    if (joins) {
-      /* Waited for as an in-flight operation, which then completed. */
-      CHECK(b.status == GANG_OK, "the blocked all-reduce returned %s: %s",
-            gang_status_name(b.status), b.message);
-      CHECK(b.result == 21, "the blocked all-reduce gave %lld", (long long)b.result);
-      CHECK(took < BLOCKED_TIMEOUT_MS, "gang_destroy took %lld ms", (long long)took);
-    } else {
-      /* Ended by the abort, or by its own deadline first. */
-      CHECK(b.status == GANG_ERR_ABORTED || b.status == GANG_ERR_TIMEOUT,
-            "the blocked all-reduce returned %s: %s", gang_status_name(b.status),
-            b.message);
-      CHECK(took < BLOCKED_TIMEOUT_MS + 4000, "gang_destroy took %lld ms", (long long)took);
-    }
+    /* A call another thread is blocked in is aborted at once, whether or
+     * not its peer would have come: destroying never waits for it. */
+    CHECK(b.status == GANG_ERR_ABORTED, "the blocked all-reduce returned %s: %s",
+          gang_status_name(b.status), b.message);
+    CHECK(strstr(b.message, "destroyed") != NULL, "message: %s", b.message);
+    CHECK(took < 1000, "gang_destroy took %lld ms", (long long)took);
     CHECK_STATUS(gang_all_reduce(g, &x, &y, 1, GANG_INT64, GANG_SUM, NULL),
                  GANG_ERR_INVALID_ARGUMENT);
     CHECK(strstr(gang_last_error(), "gang_all_reduce") != NULL, "message: %s",
@@ -660,8 +653,9 @@ static int rank_destroy_while_blocked(int rank, int size, const char* url, void*
       int64_t x = 1, y = 0;
       CHECK(gang_test_wait_shared(SH_DESTROYING, 1, 20000) == 0, "rank 0 never destroyed");
       gang_test_sleep_ms(500);
-      CHECK_OK(gang_all_reduce(g, &x, &y, 1, GANG_INT64, GANG_SUM, NULL));
-      CHECK(y == 21, "all-reduce gave %lld", (long long)y);
+      /* Its peer is gone: an error, never a hang or a result. */
+      CHECK(gang_all_reduce(g, &x, &y, 1, GANG_INT64, GANG_SUM, NULL) != GANG_OK,
+            "the all-reduce with a destroyed peer succeeded");
     }
     CHECK(gang_test_wait_shared(SH_DONE, 1, 30000) == 0, "rank 0 never finished");
     CHECK_OK(gang_destroy(g)); /* destroying always works */

@@ -1,5 +1,7 @@
 #include "backends/gloo/gloo_frames.h"
 
+#include <algorithm>
+
 #include <gloo/common/error.h>
 #include <gloo/types.h>
 
@@ -67,6 +69,7 @@ Frame make_frame(const core::Operation& op, uint64_t to_you,
   Frame f;
   std::memset(&f, 0, sizeof f);
   f.magic = kFrameMagic;
+  f.trailer = kFrameMagic;
   f.kind = static_cast<uint8_t>(a.kind);
   f.dtype = static_cast<uint8_t>(a.dtype);
   f.op = core::is_reduction(a.kind) ? static_cast<uint8_t>(a.op) : 0;
@@ -153,31 +156,84 @@ void Transfers::send(::gloo::transport::UnboundBuffer* b, int peer,
                      uint64_t slot, size_t offset, size_t n) {
   if (n == 0) return;
   b->send(peer, slot, offset, n);
-  pending_.emplace_back(b, true);
+  pending_.push_back({b, true, peer});
 }
 
 void Transfers::recv(::gloo::transport::UnboundBuffer* b, int peer,
                      uint64_t slot, size_t offset, size_t n) {
   if (n == 0) return;
   b->recv(peer, slot, offset, n);
-  pending_.emplace_back(b, false);
+  pending_.push_back({b, false, peer});
 }
 
-Millis Transfers::left() const {
+namespace {
+
+std::string rank_list(const std::vector<int>& ranks) {
+  std::string s = ranks.size() == 1 ? "rank " : "ranks ";
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    s += str_cat(i ? ", " : "", ranks[i]);
+  }
+  return s;
+}
+
+}  // namespace
+
+Millis Transfers::left(const std::vector<int>& awaited) const {
   const auto left =
       std::chrono::duration_cast<Millis>(deadline_ - core::Clock::now());
   if (left.count() <= 0) {
-    fail(Status::kTimeout, "the gang's timeout passed during the operation");
+    fail(Status::kTimeout, "the gang's timeout passed waiting for ",
+         rank_list(awaited));
   }
   return left;
 }
 
+void Transfers::rethrow(const ::gloo::Exception& e,
+                        const std::vector<int>& awaited, bool is_send) const {
+  if (waits_->aborted()) fail(Status::kAborted, "the gang was aborted");
+  const std::string what = e.what();
+  // Gloo reports a timeout and a broken connection with the same exception
+  // type; the deadline tells them apart.
+  if (core::Clock::now() >= deadline_ - Millis(50) ||
+      what.find("Timed out") != std::string::npos) {
+    fail(Status::kTimeout, "timed out waiting ", is_send ? "to send to " : "for ",
+         rank_list(awaited), " (", rank_list(awaited),
+         awaited.size() == 1 ? " has" : " have",
+         " not reached this operation, or hang in an earlier one)");
+  }
+  fail(Status::kPeerLost, "lost the connection to ", rank_list(awaited), ": ",
+       what);
+}
+
 void Transfers::wait() {
-  for (const auto& [b, is_send] : pending_) {
-    const bool ok = is_send ? b->waitSend(left()) : b->waitRecv(left());
+  for (const Pending& p : pending_) {
+    bool ok = false;
+    try {
+      ok = p.is_send ? p.buffer->waitSend(left({p.peer}))
+                     : p.buffer->waitRecv(left({p.peer}));
+    } catch (const ::gloo::Exception& e) {
+      rethrow(e, {p.peer}, p.is_send);
+    }
     if (!ok) fail(Status::kAborted, "the transfer was aborted");
   }
   pending_.clear();
+}
+
+void Transfers::wait_recv_any(::gloo::transport::UnboundBuffer* b,
+                              const std::vector<int>& awaited) {
+  bool ok = false;
+  try {
+    ok = b->waitRecv(left(awaited));
+  } catch (const ::gloo::Exception& e) {
+    rethrow(e, awaited, false);
+  }
+  if (!ok) fail(Status::kAborted, "the transfer was aborted");
+  for (auto it = pending_.begin(); it != pending_.end(); ++it) {
+    if (it->buffer == b && !it->is_send) {
+      pending_.erase(it);
+      break;
+    }
+  }
 }
 
 void exchange_frames(const std::shared_ptr<::gloo::Context>& ctx,
@@ -197,11 +253,27 @@ void exchange_frames(const std::shared_ptr<::gloo::Context>& ctx,
     t.recv(in, p, slot, static_cast<size_t>(p) * F, F);
     t.send(out, p, slot, static_cast<size_t>(p) * F, F);
   }
-  t.wait();
-  for (int p : partners) {
+  // Each frame is checked once it is whole (its trailer is in): a partner
+  // in another operation fails this one at once, even while other partners
+  // never send. One wait per receive posted, whichever completes.
+  std::vector<int> awaited = partners;
+  for (size_t completed = 0; completed < partners.size(); ++completed) {
+    t.wait_recv_any(in, awaited);
+    for (auto it = awaited.begin(); it != awaited.end();) {
+      const Frame& f = frames_in[static_cast<size_t>(*it)];
+      if (__atomic_load_n(&f.trailer, __ATOMIC_ACQUIRE) != kFrameMagic) {
+        ++it;
+        continue;
+      }
+      check_frame(frames_out[static_cast<size_t>(*it)], ctx->rank, f, *it);
+      it = awaited.erase(it);
+    }
+  }
+  for (int p : awaited) {  // whole but not a frame: check_frame says so
     check_frame(frames_out[static_cast<size_t>(p)], ctx->rank,
                 frames_in[static_cast<size_t>(p)], p);
   }
+  t.wait();
 }
 
 }  // namespace gang::backends::gloo_impl

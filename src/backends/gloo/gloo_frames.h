@@ -13,6 +13,7 @@
 // operation still costs one message per peer.
 #pragma once
 
+#include <gloo/common/error.h>
 #include <gloo/context.h>
 #include <gloo/transport/unbound_buffer.h>
 
@@ -27,7 +28,7 @@
 
 namespace gang::backends::gloo_impl {
 
-constexpr size_t kInlineBytes = 72;
+constexpr size_t kInlineBytes = 68;
 
 struct Frame {
   uint32_t magic;
@@ -43,6 +44,9 @@ struct Frame {
   uint64_t to_you;       // payload bytes the sender sends the receiver
   uint64_t from_you;     // payload bytes the sender expects from the receiver
   uint8_t data[kInlineBytes];
+  // The magic again, last: a receiver that sees it knows the whole frame is
+  // in (bytes arrive in order), before Gloo says which receive completed.
+  uint32_t trailer;
 };
 static_assert(sizeof(Frame) == 128, "frames are 128 bytes on the wire");
 
@@ -103,18 +107,31 @@ class Transfers {
             size_t offset, size_t n);
   void recv(::gloo::transport::UnboundBuffer* b, int peer, uint64_t slot,
             size_t offset, size_t n);
-  // Waits for everything posted so far.
+  // Waits for everything posted so far. A timeout or a lost connection
+  // names the rank the wait was for.
   void wait();
+  // Waits until one more of the receives posted on `b` completes (Gloo
+  // does not reliably say which); `awaited` names who is missing when the
+  // wait times out.
+  void wait_recv_any(::gloo::transport::UnboundBuffer* b,
+                     const std::vector<int>& awaited);
 
  private:
-  std::chrono::milliseconds left() const;
+  struct Pending {
+    ::gloo::transport::UnboundBuffer* buffer;
+    bool is_send;
+    int peer;
+  };
+  std::chrono::milliseconds left(const std::vector<int>& awaited) const;
+  [[noreturn]] void rethrow(const ::gloo::Exception& e,
+                            const std::vector<int>& awaited, bool is_send) const;
 
   std::shared_ptr<::gloo::Context> ctx_;
   std::shared_ptr<Waits> waits_;
   core::Clock::time_point deadline_;
   std::vector<std::unique_ptr<WaitableBuffer>> buffers_;
-  // (buffer, is_send) of every posted transfer not yet waited for.
-  std::vector<std::pair<::gloo::transport::UnboundBuffer*, bool>> pending_;
+  // Every posted transfer not yet waited for.
+  std::vector<Pending> pending_;
 };
 
 // Exchanges frames with every rank in `partners` (ranks, not this one):

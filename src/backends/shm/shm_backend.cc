@@ -30,9 +30,12 @@ ShmBackend::ShmBackend(const core::BackendConfig& config,
                        std::shared_ptr<Segment> segment)
     : rank_(config.rank), size_(config.size), segment_(std::move(segment)) {
   if (segment_) {
-    waiter_ = std::make_shared<Waiter>(*segment_, rank_);
+    waiter_ = std::make_shared<Waiter>(*segment_, rank_, config.name);
     p2p_ = make_p2p_engine(segment_, waiter_, rank_);
   }
+  caps_.warns_while_waiting = true;  // shm_wait.cc, naming the ranks
+  channels_[channel_index(core::Channel::kFingerprint)].broadcasts_meet = true;
+  channels_[channel_index(core::Channel::kControl)].broadcasts_meet = true;
 }
 
 ShmBackend::~ShmBackend() = default;
@@ -47,28 +50,25 @@ core::BackendWorkPtr ShmBackend::post(const core::Operation& op) {
   const int channel = channel_index(op.channel);
   std::lock_guard<std::mutex> lock(channel_mu_[channel]);
   try {
-    run_collective(*segment_, *waiter_, rank_, channel, phase_[channel],
-                   turns_[channel]++, posted_broadcasts_[channel], op);
+    run_collective(*segment_, *waiter_, rank_, channel, channels_[channel], op);
   } catch (const Error& e) {
     // Peers waiting for this rank would otherwise wait for the deadline.
-    // Not for a mismatch (every rank sees it) or a timeout (every rank
-    // waits for the same late peer and says so itself).
-    if (e.status() != Status::kMismatch && e.status() != Status::kTimeout) {
-      fail_everyone();
-    }
+    // Not for a timeout: every rank waits for the same late peer and says
+    // so itself, naming it.
+    if (e.status() != Status::kTimeout) fail_everyone(e.status(), e.what());
     throw;
   }
   return nullptr;
 }
 
-void ShmBackend::fail_everyone() noexcept {
-  if (waiter_) waiter_->fail_gang();
+void ShmBackend::fail_everyone(Status status, const std::string& why) noexcept {
+  if (waiter_) waiter_->fail_gang(status, why);
 }
 
 void ShmBackend::abort() noexcept {
   if (!waiter_ || waiter_->aborted()) return;
   waiter_->abort();
-  fail_everyone();
+  fail_everyone(Status::kAborted, str_cat("rank ", rank_, " aborted"));
 }
 
 namespace {

@@ -7,7 +7,9 @@
 #include <atomic>
 #include <memory>
 #include <mutex>
+#include <string>
 
+#include "backends/shm/shm_collectives.h"
 #include "backends/shm/shm_p2p.h"
 #include "backends/shm/shm_segment.h"
 #include "backends/shm/shm_wait.h"
@@ -27,8 +29,8 @@ class ShmBackend final : public core::Backend {
   void abort() noexcept override;
 
  private:
-  // Marks the gang failed in the segment and wakes every waiter.
-  void fail_everyone() noexcept;
+  // Marks the gang failed in the segment, for `why`, and wakes every waiter.
+  void fail_everyone(Status status, const std::string& why) noexcept;
 
   int rank_;
   int size_;
@@ -39,9 +41,7 @@ class ShmBackend final : public core::Backend {
   std::shared_ptr<Waiter> waiter_;
   std::shared_ptr<P2PEngine> p2p_;
   std::mutex channel_mu_[kChannels];  // one operation per channel at a time
-  uint64_t phase_[kChannels] = {};    // meetings per channel (shm_collectives)
-  uint64_t turns_[kChannels] = {};    // operations per channel (several may share a seq)
-  uint32_t posted_broadcasts_[kChannels] = {};  // broadcasts that did not meet
+  ChannelState channels_[kChannels];  // per channel (shm_collectives.h)
 };
 
 }  // namespace gang::backends::shm_impl

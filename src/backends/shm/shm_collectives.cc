@@ -66,17 +66,64 @@ bool reduces(OpKind k) {
          k == OpKind::kReduceScatter || k == OpKind::kReduceScatterV;
 }
 
-// One operation in progress on one channel.
-class Run {
+uint64_t mix(uint64_t h, uint64_t v) {
+  h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+  return h * 0xbf58476d1ce4e5b9ULL;
+}
+
+// Copies a peer's description of `turn` into *out; false while the peer has
+// not published it (or has moved on past it).
+bool read_desc(const OpDesc& d, uint64_t turn, OpDesc* out) {
+  if (d.turn.load(std::memory_order_acquire) != turn) return false;
+  out->seq = d.seq;
+  out->kind = d.kind;
+  out->dtype = d.dtype;
+  out->op = d.op;
+  out->root = d.root;
+  out->count = d.count;
+  out->total = d.total;
+  out->addr = d.addr;
+  out->history = d.history;
+  std::atomic_thread_fence(std::memory_order_acquire);
+  if (d.turn.load(std::memory_order_relaxed) != turn) return false;
+  out->turn.store(turn, std::memory_order_relaxed);
+  return true;
+}
+
+bool same_operation(const OpDesc& a, const OpDesc& b) {
+  return a.seq == b.seq && a.kind == b.kind && a.dtype == b.dtype &&
+         a.op == b.op && a.root == b.root && a.count == b.count &&
+         a.total == b.total && a.history == b.history;
+}
+
+std::string describe(const OpDesc& d) {
+  const auto kind = static_cast<OpKind>(d.kind);
+  std::string s = str_cat(core::op_api_name(kind), " #", d.seq, " (",
+                          core::dtype_name(static_cast<core::DType>(d.dtype)));
+  if (reduces(kind)) s += str_cat(", ", core::reduce_op_name(static_cast<ReduceOp>(d.op)));
+  if (d.root >= 0) s += str_cat(", root ", d.root);
+  return s + str_cat(", count ", d.count, ")");
+}
+
+std::string describe(const BroadcastRecord& b) {
+  return str_cat("broadcast #", b.seq, " (",
+                 core::dtype_name(static_cast<core::DType>(b.dtype)), ", root ",
+                 b.root, ", count ", b.count, ")");
+}
+
+// One operation in progress on one channel. While it waits it is the
+// waiter's Watch: `awaited_` says for whom.
+class Run final : public Watch {
  public:
-  Run(Segment& s, const Waiter& w, int rank, int channel, uint64_t& phase,
-      uint64_t turn, const core::Operation& op)
+  Run(Segment& s, const Waiter& w, int rank, int channel, ChannelState& state,
+      const core::Operation& op)
       : seg_(s), waiter_(w), me_(rank), n_(s.size()), ch_(channel),
-        phase_(phase), turn_(turn), op_(op), a_(op.args),
+        state_(state), turn_(state.turns++), op_(op), a_(op.args),
         es_(core::dtype_size(op.args.dtype)),
         chunk_(s.slot_bytes(channel) / 2 / es_ * es_) {
-    OpDesc& d = seg_.rank_block(me_).channel[ch_].desc[turn % kDescs];
-    d.turn = turn;
+    OpDesc& d = own().desc[turn_ % kDescs];
+    d.turn.store(kUnpublished, std::memory_order_relaxed);
+    std::atomic_thread_fence(std::memory_order_release);
     d.seq = op.seq;
     d.kind = static_cast<uint32_t>(a_.kind);
     d.dtype = static_cast<uint32_t>(a_.dtype);
@@ -89,6 +136,8 @@ class Run {
     const bool gathers = a_.kind == OpKind::kAllGather || a_.kind == OpKind::kAllGatherV ||
                          a_.kind == OpKind::kGather;
     d.addr = gathers ? reinterpret_cast<uintptr_t>(a_.send) : 0;
+    d.history = state.history;
+    d.turn.store(turn_, std::memory_order_release);
   }
 
   // Whether a gather of `most` bytes a rank at most, `total` in all (the
@@ -125,6 +174,7 @@ class Run {
   }
 
   int me() const { return me_; }
+  bool broadcasts_meet() const { return state_.broadcasts_meet; }
   size_t box_bytes() const { return seg_.slot_bytes(ch_) / 2; }
   int n() const { return n_; }
   size_t es() const { return es_; }
@@ -135,14 +185,15 @@ class Run {
   // comes from the half of the turn that meeting closed. A rank can be at
   // most one meeting ahead of another, so it never writes the half a peer
   // still reads, and no meeting is needed after the last read.
-  uint8_t* slot(int r) const { return half(r, phase_); }
-  const uint8_t* staged(int r) const { return half(r, phase_ - 1); }
+  uint8_t* slot(int r) const { return half(r, state_.phase); }
+  const uint8_t* staged(int r) const { return half(r, state_.phase - 1); }
   const core::CollectiveArgs& args() const { return a_; }
 
   // The channel's barrier; the first one of the operation also checks
   // that every rank is in the same operation.
   void sync() {
     Barrier& b = seg_.barrier(ch_);
+    own().arrived.store(state_.phase + 1, std::memory_order_release);
     const uint32_t gen = b.generation.load(std::memory_order_acquire);
     if (b.count.fetch_add(1, std::memory_order_acq_rel) ==
         static_cast<uint32_t>(n_ - 1)) {
@@ -150,45 +201,68 @@ class Run {
       b.generation.store(gen + 1, std::memory_order_seq_cst);
       Waiter::wake_sleepers(b.generation, b.sleepers);
     } else {
-      waiter_.wait_change(b.generation, gen, op_.deadline, b.sleepers);
+      awaited_ = kEveryone;
+      waiter_.wait_change(b.generation, gen, op_.deadline, b.sleepers, this);
     }
-    ++phase_;
+    ++state_.phase;
     if (!checked_) {
       checked_ = true;
       check_peers_agree();
     }
   }
 
-  // Broadcasts that do not meet (broadcast_posted). `count`: the channel's
-  // count of them, the same on every rank.
-  void broadcast_posted(uint32_t& count);
+  // Broadcasts that do not meet (broadcast_posted).
+  void broadcast_posted();
+
+  // Watch: what the waiter asks while this operation waits.
+  void check_peers() const override;
+  std::string operation() const override { return describe(mine()); }
+  std::string missing() const override;
 
  private:
-  // Every peer (or only `only`) is in this operation.
-  void check_peers_agree(int only = -1) const {
-    const OpDesc& mine = seg_.rank_block(me_).channel[ch_].desc[turn_ % kDescs];
+  static constexpr int kEveryone = -1;
+
+  RankChannel& own() const { return seg_.rank_block(me_).channel[ch_]; }
+  const RankChannel& theirs(int r) const { return seg_.rank_block(r).channel[ch_]; }
+  const OpDesc& mine() const { return own().desc[turn_ % kDescs]; }
+
+  // After a meeting: every peer (or only `only`) is in this operation.
+  void check_peers_agree(int only = kEveryone) const {
     for (int r = 0; r < n_; ++r) {
-      if (r == me_ || (only >= 0 && r != only)) continue;
-      const OpDesc& theirs = seg_.rank_block(r).channel[ch_].desc[turn_ % kDescs];
-      if (theirs.turn != mine.turn || theirs.seq != mine.seq || theirs.kind != mine.kind ||
-          theirs.dtype != mine.dtype || theirs.op != mine.op ||
-          theirs.root != mine.root || theirs.count != mine.count ||
-          theirs.total != mine.total) {
-        fail(Status::kMismatch, "shm: rank ", me_, " is in ", describe(mine),
-             " but rank ", r, " in ", describe(theirs),
-             theirs.total != mine.total ? " (other per-rank counts)" : "");
+      if (r == me_ || (only != kEveryone && r != only)) continue;
+      OpDesc d;
+      if (!read_desc(theirs(r).desc[turn_ % kDescs], turn_, &d)) {
+        fail(Status::kMismatch, "shm: rank ", me_, " is in ", describe(mine()),
+             " but rank ", r, " is in another operation (",
+             latest_of(r), ")");
       }
+      check_same(r, d);
     }
   }
 
-  static std::string describe(const OpDesc& d) {
-    const auto kind = static_cast<OpKind>(d.kind);
-    std::string s = str_cat(core::op_api_name(kind), " #", d.seq, " (",
-                            core::dtype_name(static_cast<core::DType>(d.dtype)));
-    if (reduces(kind)) s += str_cat(", ", core::reduce_op_name(static_cast<ReduceOp>(d.op)));
-    if (d.root >= 0) s += str_cat(", root ", d.root);
-    return s + str_cat(", count ", d.count, ")");
+  // Throws kMismatch naming both operations unless rank r's description of
+  // this turn is this rank's.
+  void check_same(int r, const OpDesc& d) const {
+    if (same_operation(d, mine())) return;
+    if (d.history != mine().history && d.seq == mine().seq &&
+        d.kind == mine().kind) {
+      fail(Status::kMismatch, "shm: ranks ran different broadcasts before ",
+           describe(mine()), ": ", diverged_broadcast(r));
+    }
+    fail(Status::kMismatch, "shm: rank ", me_, " is in ", describe(mine()),
+         " but rank ", r, " in ", describe(d),
+         d.total != mine().total ? " (other per-rank counts)" : "");
   }
+
+  // The oldest broadcast that did not meet, of the last kRecent, that this
+  // rank and rank r ran differently.
+  std::string diverged_broadcast(int r) const;
+  // Where rank r was last seen on this channel, for messages.
+  std::string latest_of(int r) const;
+  // This rank's record of its broadcast `number`; rank r's, copied, if it
+  // still holds it.
+  bool read_record(int r, uint64_t number, BroadcastRecord* out) const;
+  void record_broadcast(uint32_t number);
 
   uint8_t* half(int r, uint64_t turn) const {
     return seg_.slot(ch_, r) + (turn % 2) * (seg_.slot_bytes(ch_) / 2);
@@ -197,15 +271,119 @@ class Run {
   Segment& seg_;
   const Waiter& waiter_;
   int me_, n_, ch_;
-  uint64_t& phase_;  // meetings so far on this channel, the same on every rank
+  ChannelState& state_;  // phase: meetings so far, the same on every rank
   const uint64_t turn_;  // operations before this one on this channel, likewise
   const core::Operation& op_;
   const core::CollectiveArgs& a_;
   size_t es_, chunk_;
   bool checked_ = false;
+  // Whom a wait is for: kEveryone at a meeting, else one rank (a
+  // broadcast's root, or a peer its root waits for).
+  int awaited_ = kEveryone;
+  // While a root waits for rank awaited_ to finish its broadcast
+  // `checked_broadcast_`: that broadcast's number, else kUnpublished.
+  uint64_t checked_broadcast_ = kUnpublished;
 };
 
-namespace {
+bool Run::read_record(int r, uint64_t number, BroadcastRecord* out) const {
+  const BroadcastRecord& b = theirs(r).recent[number % kRecent];
+  if (b.number.load(std::memory_order_acquire) != number) return false;
+  out->turn = b.turn;
+  out->seq = b.seq;
+  out->root = b.root;
+  out->dtype = b.dtype;
+  out->count = b.count;
+  out->history = b.history;
+  std::atomic_thread_fence(std::memory_order_acquire);
+  return b.number.load(std::memory_order_relaxed) == number;
+}
+
+void Run::record_broadcast(uint32_t number) {
+  BroadcastRecord& b = own().recent[number % kRecent];
+  b.number.store(kUnpublished, std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_release);
+  b.turn = turn_;
+  b.seq = op_.seq;
+  b.root = a_.root;
+  b.dtype = static_cast<uint32_t>(a_.dtype);
+  b.count = a_.count;
+  state_.history = mix(mix(mix(mix(mix(state_.history, number), op_.seq),
+                               static_cast<uint64_t>(a_.root)),
+                           b.dtype),
+                       a_.count);
+  b.history = state_.history;
+  b.number.store(number, std::memory_order_release);
+}
+
+std::string Run::diverged_broadcast(int r) const {
+  const uint32_t last = state_.broadcasts;  // numbers [last - kRecent, last)
+  for (uint64_t k = last >= kRecent ? last - kRecent : 0; k < last; ++k) {
+    BroadcastRecord mine_k, theirs_k;
+    if (!read_record(me_, k, &mine_k) || !read_record(r, k, &theirs_k)) continue;
+    if (mine_k.history == theirs_k.history) continue;
+    return str_cat("rank ", me_, " ran ", describe(mine_k), " but rank ", r,
+                   " ran ", describe(theirs_k));
+  }
+  return str_cat("ranks ", me_, " and ", r, " differ in a broadcast more than ",
+                 kRecent, " broadcasts ago");
+}
+
+std::string Run::latest_of(int r) const {
+  const RankChannel& c = theirs(r);
+  OpDesc best;
+  bool any = false;
+  for (uint64_t t = turn_ + kDescs; t-- > (turn_ >= kDescs ? turn_ - kDescs : 0);) {
+    if (read_desc(c.desc[t % kDescs], t, &best)) {
+      any = true;
+      break;
+    }
+  }
+  if (!any) return "no operation on this channel yet";
+  const uint64_t t = best.turn.load(std::memory_order_relaxed);
+  if (t == turn_) return str_cat("in ", describe(best));
+  if (t > turn_) return str_cat(t - turn_, " operation(s) ahead, in ", describe(best));
+  return str_cat(turn_ - t, " operation(s) behind, last seen in ", describe(best));
+}
+
+void Run::check_peers() const {
+  if (checked_broadcast_ != kUnpublished) {
+    // A root waits for rank awaited_ to finish an earlier broadcast: what
+    // that rank runs at the broadcast's turn, if it got there, is it.
+    BroadcastRecord rec;
+    OpDesc d;
+    if (!read_record(me_, checked_broadcast_, &rec) ||
+        !read_desc(theirs(awaited_).desc[rec.turn % kDescs], rec.turn, &d)) {
+      return;
+    }
+    if (d.kind != static_cast<uint32_t>(OpKind::kBroadcast) || d.seq != rec.seq ||
+        d.root != rec.root || d.dtype != rec.dtype || d.count != rec.count) {
+      fail(Status::kMismatch, "shm: rank ", me_, " ran ", describe(rec),
+           " but rank ", awaited_, " is in ", describe(d));
+    }
+    return;
+  }
+  for (int r = 0; r < n_; ++r) {
+    if (r == me_ || (awaited_ != kEveryone && r != awaited_)) continue;
+    OpDesc d;
+    if (read_desc(theirs(r).desc[turn_ % kDescs], turn_, &d)) check_same(r, d);
+  }
+}
+
+std::string Run::missing() const {
+  std::string s;
+  const uint64_t here = own().arrived.load(std::memory_order_relaxed);
+  for (int r = 0; r < n_; ++r) {
+    if (r == me_ || (awaited_ != kEveryone && r != awaited_)) continue;
+    if (awaited_ == kEveryone &&
+        theirs(r).arrived.load(std::memory_order_acquire) >= here) {
+      continue;  // at this meeting already
+    }
+    const int pid = seg_.rank_block(r).pid.load(std::memory_order_acquire);
+    s += str_cat(s.empty() ? "" : "; ", "rank ", r, " (pid ", pid, ", ",
+                 latest_of(r), ")");
+  }
+  return s.empty() ? "ranks that arrived meanwhile" : s;
+}
 
 // True once the counter `value` reached `target` (counters wrap).
 bool reached(uint32_t value, uint32_t target) {
@@ -213,11 +391,11 @@ bool reached(uint32_t value, uint32_t target) {
 }
 
 void await_reached(const Waiter& w, Signal& sig, uint32_t target,
-                   core::Clock::time_point deadline) {
+                   core::Clock::time_point deadline, const Watch* watch) {
   for (;;) {
     const uint32_t seen = sig.value.load(std::memory_order_acquire);
     if (reached(seen, target)) return;
-    w.wait_change(sig.value, seen, deadline, sig.sleepers);
+    w.wait_change(sig.value, seen, deadline, sig.sleepers, watch);
   }
 }
 
@@ -226,44 +404,61 @@ void signal(Signal& sig, uint32_t value) {
   Waiter::wake_sleepers(sig.value, sig.sleepers);
 }
 
-}  // namespace
-
 // Small broadcasts do not meet: the root copies into one of its two boxes,
 // posts, and goes on; every other rank waits for the post, checks that the
 // root is in the same operation, copies out and says it is done. Before
 // the root fills a box again it waits until every rank is done with the
 // broadcast before the last (the one that used that box). So a root runs at
 // most one broadcast ahead, and one operation: it never overwrites the
-// description a peer still checks. A peer in another operation fails with
-// GANG_ERR_MISMATCH and fails the gang, so the root learns of it at its
-// next operation.
-void Run::broadcast_posted(uint32_t& count) {
-  const uint32_t b = count++;
+// description a peer still checks.
+//
+// What is caught when. Every rank records each such broadcast (number,
+// seq, root, dtype, count) and folds it into a history that the
+// description of its next operation carries. A rank waiting for a root
+// compares the root's description, history included, as soon as the root
+// publishes it, and a root waiting for a peer compares what the peer runs at
+// the turn of the broadcast it waits for; so ranks in different operations
+// fail at once. Two ranks that both act as the root (or disagree on which
+// rank is) wait for nobody: their histories differ from then on, and the
+// next operation that meets, the next broadcast one of them receives, or
+// the one after next that either roots, fails with kMismatch naming the
+// broadcast that diverged. A mismatch fails the gang in the segment, so
+// every rank learns of it.
+void Run::broadcast_posted() {
+  const uint32_t b = state_.broadcasts;
   const size_t bytes = a_.count * es_;
   const int root = a_.root;
-  RankChannel& mine = seg_.rank_block(me_).channel[ch_];
   uint8_t* box = seg_.box(ch_, root, static_cast<int>(b % 2));
   if (me_ == root) {
     for (int p = 0; p < n_; ++p) {
-      if (p != me_) {
-        await_reached(waiter_, seg_.rank_block(p).channel[ch_].consumed, b - 1,
-                      op_.deadline);
+      if (p == me_) continue;
+      awaited_ = p;
+      checked_broadcast_ = b >= 2 ? b - 2 : kUnpublished;
+      await_reached(waiter_, seg_.rank_block(p).channel[ch_].consumed, b - 1,
+                    op_.deadline, this);
+      if (b >= 2) {
+        // The peer finished broadcast b - 2: did it run it as this rank did?
+        BroadcastRecord mine_k, theirs_k;
+        if (read_record(me_, b - 2, &mine_k) && read_record(p, b - 2, &theirs_k) &&
+            mine_k.history != theirs_k.history) {
+          fail(Status::kMismatch, "shm: ranks ran different broadcasts: ",
+               diverged_broadcast(p));
+        }
       }
     }
+    checked_broadcast_ = kUnpublished;
     copy(box, a_.recv, bytes);
-    signal(mine.posted, b + 1);
+    signal(own().posted, b + 1);
   } else {
+    awaited_ = root;
     await_reached(waiter_, seg_.rank_block(root).channel[ch_].posted, b + 1,
-                  op_.deadline);
-    try {
-      check_peers_agree(root);
-    } catch (const Error&) {
-      waiter_.fail_gang();
-      throw;
-    }
+                  op_.deadline, this);
+    check_peers_agree(root);
     copy(a_.recv, box, bytes);
   }
-  signal(mine.consumed, b + 1);
+  record_broadcast(b);
+  state_.broadcasts = b + 1;
+  signal(own().consumed, b + 1);
 }
 
 // out = rank-order reduction of `bytes` bytes of the n slots, from `at`.
@@ -327,11 +522,12 @@ void all_reduce_shared(Run& r) {
   }
 }
 
-void broadcast(Run& r, uint32_t& posted_broadcasts) {
+void broadcast(Run& r) {
   const auto& a = r.args();
   const size_t bytes = a.count * r.es();
-  if (r.n() > 1 && bytes < kSingleCopyBytes && bytes <= r.box_bytes()) {
-    r.broadcast_posted(posted_broadcasts);
+  if (r.n() > 1 && !r.broadcasts_meet() && bytes < kSingleCopyBytes &&
+      bytes <= r.box_bytes()) {
+    r.broadcast_posted();
     return;
   }
   for (size_t off = 0; off < bytes || off == 0; off += r.chunk()) {
@@ -481,9 +677,8 @@ void all_to_all(Run& r, const std::vector<size_t>& send_counts,
 }  // namespace
 
 void run_collective(Segment& segment, const Waiter& waiter, int rank,
-                    int channel, uint64_t& phase, uint64_t turn,
-                    uint32_t& posted_broadcasts, const core::Operation& op) {
-  Run r(segment, waiter, rank, channel, phase, turn, op);
+                    int channel, ChannelState& state, const core::Operation& op) {
+  Run r(segment, waiter, rank, channel, state, op);
   const auto& a = op.args;
   const size_t n = static_cast<size_t>(segment.size());
   switch (a.kind) {
@@ -498,7 +693,7 @@ void run_collective(Segment& segment, const Waiter& waiter, int rank,
       all_reduce(r, true);
       break;
     case OpKind::kBroadcast:
-      broadcast(r, posted_broadcasts);
+      broadcast(r);
       break;
     case OpKind::kAllGather:
       gather_like(r, std::vector<size_t>(n, a.count), false);

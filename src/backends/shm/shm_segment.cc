@@ -36,6 +36,18 @@ Millis left(Clock::time_point deadline) {
 
 std::string text(const store::Bytes& b) { return std::string(b.begin(), b.end()); }
 
+// Tells the other ranks, through the keys they wait on, that this rank
+// cannot attach and why ("!" and the message), so that they fail at once
+// instead of at their deadline. Best effort: the store may be gone too.
+void tell_attach_failed(store::Store& store, int rank, const std::string& why) noexcept {
+  try {
+    const std::string value = "!" + why;
+    store.set(rank == 0 ? "segment" : "all-attached",
+              store::Bytes(value.begin(), value.end()));
+  } catch (...) {
+  }
+}
+
 bool single_copy_wanted() {
   const char* v = std::getenv("GANG_SHM_SINGLE_COPY");
   return v == nullptr || std::strcmp(v, "0") != 0;
@@ -90,6 +102,20 @@ void Segment::lay_out(int size, const uint32_t (&slot_bytes)[kChannels]) {
 std::unique_ptr<Segment> Segment::open(store::Store& store, int rank, int size,
                                        const uint32_t (&slot_bytes)[kChannels],
                                        Clock::time_point deadline) {
+  try {
+    return attach(store, rank, size, slot_bytes, deadline);
+  } catch (const Error& e) {
+    // A peer's failure (kPeerLost) came through the store already.
+    if (e.status() != Status::kPeerLost && e.status() != Status::kTimeout) {
+      tell_attach_failed(store, rank, e.what());
+    }
+    throw;
+  }
+}
+
+std::unique_ptr<Segment> Segment::attach(store::Store& store, int rank, int size,
+                                         const uint32_t (&slot_bytes)[kChannels],
+                                         Clock::time_point deadline) {
   std::unique_ptr<Segment> s(new Segment());
   s->lay_out(size, slot_bytes);
   base::UniqueFd fd;
@@ -105,6 +131,9 @@ std::unique_ptr<Segment> Segment::open(store::Store& store, int rank, int size,
     }
   } else {
     const std::string where = text(store.get("segment", left(deadline)));
+    if (!where.empty() && where[0] == '!') {
+      fail(Status::kPeerLost, "shm: rank 0 cannot make the segment: ", where.substr(1));
+    }
     int pid = 0, theirs = -1;
     unsigned long long n = 0;
     if (std::sscanf(where.c_str(), "%d %d %llu", &pid, &theirs, &n) != 3 ||
@@ -129,7 +158,16 @@ std::unique_ptr<Segment> Segment::open(store::Store& store, int rank, int size,
   }
   s->base_ = static_cast<uint8_t*>(p);
   if (rank == 0) {
-    // The file is zero-filled: every atomic starts at 0.
+    // The file is zero-filled: every atomic starts at 0, and every
+    // description and broadcast record unpublished.
+    for (int r = 0; r < size; ++r) {
+      for (RankChannel& c : s->rank_block(r).channel) {
+        for (OpDesc& d : c.desc) d.turn.store(kUnpublished, std::memory_order_relaxed);
+        for (BroadcastRecord& b : c.recent) {
+          b.number.store(kUnpublished, std::memory_order_relaxed);
+        }
+      }
+    }
     Header& h = s->header();
     h.magic = kMagic;
     h.size = size;
@@ -152,8 +190,13 @@ std::unique_ptr<Segment> Segment::open(store::Store& store, int rank, int size,
   }
   // Rank 0 keeps its file open until every rank has mapped the segment;
   // then only the mappings hold it.
+  // "all-attached" is "1" once every rank is, or why one of them cannot,
+  // so that a rank that fails tells the others at once.
   if (store.add("attached", 1) == size) store.set("all-attached", bytes("1"));
-  store.get("all-attached", left(deadline));
+  const std::string outcome = text(store.get("all-attached", left(deadline)));
+  if (outcome != "1") {
+    fail(Status::kPeerLost, "shm: another rank cannot attach: ", outcome.substr(1));
+  }
   s->single_copy_ = s->header().no_single_copy.load(std::memory_order_acquire) == 0;
   return s;
 }

@@ -27,17 +27,23 @@ constexpr int kChannels = 3;
 constexpr size_t kLine = 64;
 
 // What a rank says about the operation it is in, for the others to check.
+// Published like a seqlock: the writer clears `turn` (kUnpublished), fills
+// the rest and stores `turn` last; a reader that finds the turn it expects
+// before and after copying the rest has a whole description. So a rank may
+// read a peer's description while it waits, not only after a meeting.
 struct OpDesc {
-  uint64_t turn;  // the operation's number on its channel
+  std::atomic<uint64_t> turn;  // the operation's number on its channel
   uint64_t seq;   // the core's number (a debug check shares its operation's)
   uint32_t kind;
   uint32_t dtype;
   uint32_t op;
   int32_t root;
   uint64_t count;
-  uint64_t total;  // v-collectives: the sum of the counts
-  uint64_t addr;   // single copy: where this rank's peers read its buffer
+  uint64_t total;    // v-collectives: a hash of the counts
+  uint64_t addr;     // single copy: where this rank's peers read its buffer
+  uint64_t history;  // the broadcasts that did not meet before this one (below)
 };
+constexpr uint64_t kUnpublished = ~uint64_t{0};
 
 // Per rank, per channel: written by that rank only. Descriptions by the
 // operation's turn modulo kDescs: a rank can be two operations ahead of a
@@ -51,6 +57,21 @@ struct alignas(kLine) Signal {
   std::atomic<uint32_t> sleepers;
 };
 
+// A broadcast that did not meet, as one rank ran it. `history` is a hash
+// of every such broadcast on the channel up to this one (number, seq,
+// root, dtype, count): two ranks with equal histories ran the same ones.
+// Kept for the last kRecent by number, so that a difference can be named.
+struct BroadcastRecord {
+  std::atomic<uint64_t> number;  // published last; kUnpublished while written
+  uint64_t turn;                 // the operation's turn on the channel
+  uint64_t seq;
+  int32_t root;
+  uint32_t dtype;
+  uint64_t count;
+  uint64_t history;
+};
+constexpr uint64_t kRecent = 8;
+
 struct alignas(kLine) RankChannel {
   OpDesc desc[kDescs];
   // Broadcasts that do not meet (shm_collectives.cc): how many this rank
@@ -58,6 +79,10 @@ struct alignas(kLine) RankChannel {
   // many it has finished, whoever the root.
   Signal posted;
   Signal consumed;
+  // Meetings this rank has entered on the channel: a peer that waits at a
+  // meeting knows who has not come.
+  alignas(kLine) std::atomic<uint64_t> arrived;
+  BroadcastRecord recent[kRecent];
 };
 
 struct alignas(kLine) RankBlock {
@@ -102,9 +127,13 @@ struct alignas(kLine) Header {
   uint64_t magic;
   int32_t size;
   uint32_t slot_bytes[kChannels];
-  // Set by a rank that aborts or fails; every waiter then gives up.
+  // Set by a rank that aborts or fails; every waiter then gives up. The
+  // first rank to fail claims the record, fills it and then sets `failed`.
   alignas(kLine) std::atomic<uint32_t> failed;
-  std::atomic<int32_t> failed_rank;
+  std::atomic<uint32_t> failed_claim;
+  int32_t failed_rank;
+  int32_t failed_status;  // gang::Status
+  char failed_why[512];   // its message, NUL-terminated
   // Single copy: rank 0's address of this header, which every other rank
   // tries to read with process_vm_readv while it attaches; set if one of
   // them could not (or GANG_SHM_SINGLE_COPY=0 there).
@@ -121,6 +150,8 @@ class Segment {
  public:
   // Creates (rank 0) or attaches to (the others) the segment of a gang of
   // `size` ranks through `store`, by `deadline`. slot_bytes: per channel.
+  // A rank that cannot tells the others through the store, and they fail
+  // at once with kPeerLost and its reason.
   static std::unique_ptr<Segment> open(store::Store& store, int rank, int size,
                                        const uint32_t (&slot_bytes)[kChannels],
                                        std::chrono::steady_clock::time_point deadline);
@@ -164,6 +195,9 @@ class Segment {
 
  private:
   Segment() = default;
+  static std::unique_ptr<Segment> attach(store::Store& store, int rank, int size,
+                                         const uint32_t (&slot_bytes)[kChannels],
+                                         std::chrono::steady_clock::time_point deadline);
   void lay_out(int size, const uint32_t (&slot_bytes)[kChannels]);
 
   uint8_t* base_ = nullptr;

@@ -6,10 +6,14 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstring>
 #include <ctime>
 
 #include "base/error.h"
+#include "core/env.h"
+#include "core/log.h"
 
 namespace gang::backends::shm_impl {
 
@@ -52,11 +56,16 @@ void Waiter::wake_all(std::atomic<uint32_t>& word) {
             nullptr, nullptr, 0);
 }
 
-void Waiter::fail_gang() const noexcept {
+void Waiter::fail_gang(Status status, const std::string& why) const noexcept {
   Header& h = segment_.header();
   uint32_t none = 0;
-  if (h.failed.compare_exchange_strong(none, 1, std::memory_order_acq_rel)) {
-    h.failed_rank.store(rank_, std::memory_order_release);
+  if (h.failed_claim.compare_exchange_strong(none, 1, std::memory_order_acq_rel)) {
+    h.failed_rank = rank_;
+    h.failed_status = static_cast<int32_t>(status);
+    const size_t n = std::min(why.size(), sizeof h.failed_why - 1);
+    std::memcpy(h.failed_why, why.data(), n);
+    h.failed_why[n] = '\0';
+    h.failed.store(1, std::memory_order_release);
   }
   for (int c = 0; c < kChannels; ++c) wake_all(segment_.barrier(c).generation);
 }
@@ -80,15 +89,24 @@ void Waiter::check() const {
   }
   const Header& h = segment_.header();
   if (h.failed.load(std::memory_order_acquire) != 0) {
-    fail(Status::kPeerLost, "shm: rank ",
-         h.failed_rank.load(std::memory_order_acquire),
-         " failed or aborted, so this operation cannot complete");
+    const auto status = static_cast<Status>(h.failed_status);
+    if (status == Status::kMismatch) {
+      fail(Status::kMismatch, "shm: rank ", h.failed_rank,
+           " found a mismatch: ", h.failed_why);
+    }
+    fail(Status::kPeerLost, "shm: rank ", h.failed_rank, " failed (",
+         h.failed_why, "), so this operation cannot complete");
   }
 }
 
+Waiter::Waiter(Segment& segment, int rank, std::string gang)
+    : segment_(segment), rank_(rank), gang_(std::move(gang)),
+      warn_every_(core::env::wait_warn_interval()) {}
+
 void Waiter::wait_change(const std::atomic<uint32_t>& word, uint32_t seen,
                          Clock::time_point deadline,
-                         std::atomic<uint32_t>& sleepers) const {
+                         std::atomic<uint32_t>& sleepers,
+                         const Watch* watch) const {
   if (!segment_.more_ranks_than_cores()) {
     const auto stop_spinning = Clock::now() + kSpinFor;
     for (int i = 0;; ++i) {
@@ -103,7 +121,9 @@ void Waiter::wait_change(const std::atomic<uint32_t>& word, uint32_t seen,
     if ((i & 15) == 15 && Clock::now() >= stop_yielding) break;
     sched_yield();
   }
-  auto next_peer_check = Clock::now();
+  const auto sleeping_since = Clock::now();
+  auto next_peer_check = sleeping_since;
+  auto next_warning = sleeping_since + warn_every_;
   for (;;) {
     if (word.load(std::memory_order_acquire) != seen) return;
     if (aborted_.load(std::memory_order_acquire)) {
@@ -114,13 +134,24 @@ void Waiter::wait_change(const std::atomic<uint32_t>& word, uint32_t seen,
     // for never came) is a timeout here too, as on Gloo.
     if (now >= deadline - std::chrono::milliseconds(50)) {
       if (now >= deadline || segment_.header().failed.load(std::memory_order_acquire)) {
-        fail(Status::kTimeout, "shm: the peers did not arrive before the deadline");
+        if (watch == nullptr) {
+          fail(Status::kTimeout, "shm: the peers did not arrive before the deadline");
+        }
+        fail(Status::kTimeout, "shm: rank ", rank_, " timed out in ",
+             watch->operation(), " waiting for ", watch->missing());
       }
     }
     check();
+    if (watch != nullptr) watch->check_peers();
     if (now >= next_peer_check) {
       check_peers();
       next_peer_check = now + std::chrono::milliseconds(100);
+    }
+    if (watch != nullptr && warn_every_.count() > 0 && now >= next_warning) {
+      GANG_LOG(kWarn, "gang \"", gang_, "\" rank ", rank_, " has waited ",
+               std::chrono::duration_cast<std::chrono::seconds>(now - sleeping_since).count(),
+               " s in ", watch->operation(), " for ", watch->missing());
+      next_warning = now + warn_every_;
     }
     const auto nap = std::min<Clock::duration>(deadline - now, kNap);
     sleepers.fetch_add(1, std::memory_order_seq_cst);

@@ -9,14 +9,32 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <string>
 
 #include "backends/shm/shm_segment.h"
+#include "base/error.h"
 
 namespace gang::backends::shm_impl {
 
+// What a wait is for, as the operation that waits knows it: the waiter
+// asks it, while it sleeps, whether a peer is in another operation (so a
+// mismatch ends the wait at once, not at the deadline), and, for a timeout
+// or a wait warning, whom the wait is for.
+class Watch {
+ public:
+  virtual ~Watch() = default;
+  // Throws kMismatch naming both operations when a peer is in another one.
+  virtual void check_peers() const = 0;
+  // "all_reduce #7 (float32, sum, count 4)", the operation that waits.
+  virtual std::string operation() const = 0;
+  // The ranks not there yet and where each was last seen.
+  virtual std::string missing() const = 0;
+};
+
 class Waiter {
  public:
-  Waiter(Segment& segment, int rank) : segment_(segment), rank_(rank) {}
+  // `gang`: the gang's name, for wait warnings.
+  Waiter(Segment& segment, int rank, std::string gang);
 
   // This rank's own abort: every wait ends with kAborted from now on.
   void abort() { aborted_.store(true, std::memory_order_release); }
@@ -24,16 +42,22 @@ class Waiter {
 
   // Returns once word differs from seen. `sleepers` counts this rank while
   // it sleeps on the futex (see wake_sleepers).
+  // `watch` (may be null) is consulted once the wait sleeps: its checks at
+  // every nap, its description in the timeout's message and in a warning
+  // every GANG_WAIT_WARN_S while the wait lasts.
   void wait_change(const std::atomic<uint32_t>& word, uint32_t seen,
                    std::chrono::steady_clock::time_point deadline,
-                   std::atomic<uint32_t>& sleepers) const;
+                   std::atomic<uint32_t>& sleepers,
+                   const Watch* watch = nullptr) const;
 
   // Throws if the gang failed, this rank aborted or a peer died.
   void check() const;
 
-  // Marks the gang failed by this rank in the segment and wakes every
-  // barrier's sleepers; other waits nap briefly and look again.
-  void fail_gang() const noexcept;
+  // Marks the gang failed by this rank in the segment, with its status and
+  // message, and wakes every barrier's sleepers; other waits nap briefly
+  // and look again. The peers' waits then fail: with kMismatch for a
+  // mismatch, kPeerLost otherwise, quoting `why`.
+  void fail_gang(Status status, const std::string& why) const noexcept;
 
   // Throws kPeerLost if rank r's process is gone.
   void check_alive(int r) const;
@@ -58,6 +82,8 @@ class Waiter {
 
   Segment& segment_;
   int rank_;
+  std::string gang_;
+  std::chrono::milliseconds warn_every_;  // GANG_WAIT_WARN_S; 0: never
   std::atomic<bool> aborted_{false};
 };
 
