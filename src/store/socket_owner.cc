@@ -20,14 +20,14 @@
 
 #include "base/error.h"
 #include "base/unique_fd.h"
-#include "store/store_util.h"
+#include "base/text.h"
 
 namespace gang::store {
 
 namespace {
 
 using base::UniqueFd;
-using detail::errno_text;
+using base::errno_text;
 
 // The kernel's number for an established TCP socket, in sock_diag replies
 // and /proc/net/tcp's st column alike.
