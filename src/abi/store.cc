@@ -4,6 +4,7 @@
 
 #include "abi/shim.h"
 #include "core/env.h"
+#include "core/log.h"
 
 using gang::Status;
 using gang::abi::out_arg;
@@ -32,6 +33,7 @@ GANG_API gang_status_t gang_store_create(const char* url, int is_server,
     gang::fail(Status::kInvalidArgument, api, ": url is NULL");
   const auto timeout = timeout_ms > 0 ? std::chrono::milliseconds(timeout_ms)
                                       : gang::core::env::timeout();
+  if (is_server != 0) gang::core::route_store_server_log();
   *out = gang::abi::store_table().insert(
       gang::store::open(url, is_server != 0, timeout));
   return GANG_OK;

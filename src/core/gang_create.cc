@@ -1,7 +1,6 @@
 // Creating gangs: resolving the options, the rendezvous and its generation,
 // and assembling a Gang around its backend, executor and control channel.
 #include <algorithm>
-#include <mutex>
 #include <optional>
 
 #include "core/control_channel.h"
@@ -70,11 +69,7 @@ Resolved resolve(const GangOptions& o) {
 std::shared_ptr<Gang> Gang::create(const GangOptions& o) {
   // Store servers the library starts (rank 0's rendezvous) warn through
   // gang's log: refused connections, limits reached.
-  static std::once_flag log_once;
-  std::call_once(log_once, [] {
-    store::set_server_log(
-        [](const std::string& line) { GANG_LOG(kWarn, "store server: ", line); });
-  });
+  route_store_server_log();
   const Resolved r = resolve(o);
   // Log lines show the rank of the process's first gang.
   static std::once_flag rank_once;

@@ -6,6 +6,9 @@
 #include <atomic>
 #include <cstdio>
 #include <ctime>
+#include <mutex>
+
+#include "store/store_options.h"
 
 namespace gang::core {
 
@@ -42,6 +45,15 @@ void log_line(env::LogLevel level, const std::string& line) {
   // One fprintf per line keeps lines of concurrent ranks from interleaving.
   std::fprintf(stderr, "%s gang[%s] %s: %s\n", when, who,
                kNames[static_cast<int>(level)], line.c_str());
+}
+
+void route_store_server_log() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    store::set_server_log([](const std::string& line) {
+      GANG_LOG(kWarn, "store server: ", line);
+    });
+  });
 }
 
 }  // namespace gang::core

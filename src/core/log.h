@@ -15,6 +15,12 @@ bool log_enabled(env::LogLevel level);
 void set_log_rank(int rank);
 void log_line(env::LogLevel level, const std::string& line);
 
+// Sends what the store servers the library starts have to say (refused
+// connections, limits reached, a server other machines reach without a
+// token) to this log as warnings, from now on. Idempotent; called before
+// the library starts a server (gang_create, gang_store_create).
+void route_store_server_log();
+
 }  // namespace gang::core
 
 #define GANG_LOG(level, ...)                                             \

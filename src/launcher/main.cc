@@ -70,11 +70,6 @@ Outcome launch(const Options& o) {
   } catch (const gang::Error& e) {
     throw LaunchError(e.what());
   }
-  if (job.store_token.empty() && (o.node_rank == 0 || o.verbose)) {
-    say("warning: GANG_STORE_TOKEN is not set, so the store at " +
-        tcp_url(o.master_addr, o.master_port) +
-        " takes any client; set it to one secret on every node");
-  }
 
   // Node 0 hosts the store for the whole job, on --store-bind (by default
   // --master-addr) only.
@@ -90,6 +85,7 @@ Outcome launch(const Options& o) {
     try {
       store::ServerOptions options;
       options.token = job.store_token;
+      options.allowed_users = store::allowed_users_from_env();
       options.limits = store::limits_from_env();
       options.log = [](const std::string& line) { say("store: " + line); };
       server = std::make_unique<store::TcpStoreServer>(bind, o.master_port,
@@ -107,6 +103,16 @@ Outcome launch(const Options& o) {
     }
     // Bound by nobody: the program may host PyTorch's store there.
     job.torch_port = pick_free_port();
+  }
+  // A server that other machines can reach has said so itself as it
+  // started (through options.log). Other users of this machine are kept
+  // out by their uid, unless GANG_STORE_ALLOW_USERS lets them in.
+  if (job.store_token.empty() && (o.node_rank == 0 || o.verbose) &&
+      !(server && !server->loopback_only())) {
+    say("warning: GANG_STORE_TOKEN is not set, so the store at " +
+        tcp_url(o.master_addr, job.store_port) +
+        " takes any client of another machine that reaches it; set it to "
+        "one secret on every node");
   }
 
   std::unique_ptr<Cluster> cluster;
@@ -147,11 +153,13 @@ Outcome launch(const Options& o) {
     const store::ServerStats st = server->stats();
     say("the store accepted " + std::to_string(st.accepted) +
         " connections and refused or closed " + std::to_string(st.denied) +
-        " without the token, " + std::to_string(st.refused) +
-        " over a limit, " + std::to_string(st.over_connections) +
-        " past the connection limit, " + std::to_string(st.malformed) +
-        " not speaking its protocol, " + std::to_string(st.timed_out) +
-        " silent too long");
+        " without the token, " + std::to_string(st.other_users) +
+        " of other users, " + std::to_string(st.refused) + " over a limit, " +
+        std::to_string(st.over_connections) + " past the connection limit, " +
+        std::to_string(st.over_pending) +
+        " past the quota of unauthenticated ones, " +
+        std::to_string(st.malformed) + " not speaking its protocol, " +
+        std::to_string(st.timed_out) + " silent too long");
   }
   return outcome;
 }

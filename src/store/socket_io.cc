@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <memory>
+#include <random>
 #include <thread>
 #include <utility>
 
@@ -92,6 +93,22 @@ Io recv_all(int fd, uint8_t* data, size_t n, const Deadline& deadline) {
   return {};
 }
 
+Backoff::Backoff() : state_(std::random_device()()) {
+  if (state_ == 0) state_ = 1;
+}
+
+void Backoff::wait(const Deadline& deadline) {
+  // xorshift32: the spread only needs to differ between processes.
+  state_ ^= state_ << 13;
+  state_ ^= state_ >> 17;
+  state_ ^= state_ << 5;
+  const auto half = next_.count() / 2;
+  const Millis pause(half + static_cast<int64_t>(state_ % (half + 1)));
+  std::this_thread::sleep_for(
+      std::min<detail::Clock::duration>(pause, deadline.remaining()));
+  next_ = std::min(next_ * 2, Millis(1000));
+}
+
 UniqueFd connect_once(const std::string& host, int port,
                       const Deadline& deadline, std::string* error) {
   addrinfo hints{};
@@ -171,13 +188,11 @@ UniqueFd ConnectionPool::take(const Deadline& deadline, std::string* error,
     if (still_open(fd.get())) return fd;
   }
   if (fresh) *fresh = true;
-  Millis backoff(10);
+  Backoff backoff;
   for (;;) {
     UniqueFd fd = connect_once(host_, port_, deadline, error);
     if (fd.valid() || deadline.expired()) return fd;
-    std::this_thread::sleep_for(
-        std::min<detail::Clock::duration>(backoff, deadline.remaining()));
-    backoff = std::min(backoff * 2, Millis(1000));
+    backoff.wait(deadline);
   }
 }
 

@@ -37,6 +37,20 @@ Io send_all(int fd, const void* data, size_t n,
 
 Io recv_all(int fd, uint8_t* data, size_t n, const detail::Deadline& deadline);
 
+// The waits between attempts to reach a server that is not there yet or
+// turned the client away: 10 ms, doubling up to 1 s, each drawn between half
+// and all of that so that clients turned away together do not all come
+// back together; never past the deadline.
+class Backoff {
+ public:
+  Backoff();
+  void wait(const detail::Deadline& deadline);
+
+ private:
+  Millis next_{10};
+  uint32_t state_;
+};
+
 // One attempt at each address of host:port; on failure returns an invalid
 // fd and says why in *error. The socket is non-blocking, with TCP_NODELAY
 // since store requests are small and each waits for its reply.
@@ -54,7 +68,8 @@ class ConnectionPool {
   ConnectionPool(std::string host, int port)
       : host_(std::move(host)), port_(port) {}
 
-  // An open connection, or an invalid fd with *error set at the deadline.
+  // An open connection, or an invalid fd with *error set at the deadline
+  // (connections refused are tried again, with a Backoff).
   // *fresh (may be null) says whether it was opened for this call rather
   // than kept from an earlier one. A kept connection the server has closed
   // meanwhile (its idle timeout) is dropped here, not handed out.

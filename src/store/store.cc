@@ -104,6 +104,7 @@ std::string token_of(const TcpUrl& t) {
 ServerOptions server_options(const TcpUrl& t) {
   ServerOptions o;
   o.token = token_of(t);
+  o.allowed_users = allowed_users_from_env();
   o.limits = limits_from_env();
   o.log = server_log();
   return o;

@@ -1,10 +1,14 @@
 #include "store/store_options.h"
 
+#include <pwd.h>
+
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <limits>
 #include <mutex>
 #include <utility>
+#include <vector>
 
 #include "base/error.h"
 #include "base/secret.h"
@@ -79,6 +83,9 @@ Limits limits_from_env() {
                 l.max_key_bytes + l.max_value_bytes, 1, uint64_t{1} << 62);
   l.max_connections =
       bytes_var("GANG_STORE_MAX_CONNECTIONS", l.max_connections, 1, 1 << 20);
+  l.max_pending_connections = bytes_var("GANG_STORE_MAX_PENDING_CONNECTIONS",
+                                        l.max_pending_connections, 1, 1 << 20);
+  l.auth_timeout = ms_var("GANG_STORE_AUTH_TIMEOUT_MS", l.auth_timeout);
   l.idle_timeout = ms_var("GANG_STORE_IDLE_TIMEOUT_MS", l.idle_timeout);
   l.request_timeout =
       ms_var("GANG_STORE_REQUEST_TIMEOUT_MS", l.request_timeout);
@@ -96,6 +103,54 @@ void check_token(const std::string& token, const char* where) {
            ": the store token may hold only letters, digits and -._~+/=");
     }
   }
+}
+
+namespace {
+
+// A user named in GANG_STORE_ALLOW_USERS: a uid, or a name the system knows.
+uid_t user_id(const std::string& word) {
+  bool digits = !word.empty() && word.size() <= 10;
+  for (const char c : word) digits = digits && c >= '0' && c <= '9';
+  if (digits) {
+    const unsigned long v = std::strtoul(word.c_str(), nullptr, 10);
+    if (v < static_cast<unsigned long>(static_cast<uid_t>(-1))) {
+      return static_cast<uid_t>(v);
+    }
+  }
+  passwd pw{};
+  passwd* found = nullptr;
+  std::vector<char> buf(16384);
+  if (!word.empty() &&
+      ::getpwnam_r(word.c_str(), &pw, buf.data(), buf.size(), &found) == 0 &&
+      found != nullptr) {
+    return pw.pw_uid;
+  }
+  fail(Status::kInvalidArgument, "GANG_STORE_ALLOW_USERS: \"", word,
+       "\" is neither a uid nor a user of this machine (expected names or "
+       "uids separated by commas, or \"any\")");
+}
+
+}  // namespace
+
+AllowedUsers allowed_users_from_env() {
+  AllowedUsers a;
+  const char* v = env("GANG_STORE_ALLOW_USERS");
+  if (v == nullptr) return a;
+  const std::string text = v;
+  if (text == "any" || text == "*") {
+    a.any = true;
+    return a;
+  }
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t comma = std::min(text.find(',', start), text.size());
+    std::string word = text.substr(start, comma - start);
+    while (!word.empty() && word.front() == ' ') word.erase(0, 1);
+    while (!word.empty() && word.back() == ' ') word.pop_back();
+    a.uids.push_back(user_id(word));
+    start = comma + 1;
+  }
+  return a;
 }
 
 std::string token_from_env() {
@@ -139,6 +194,7 @@ std::function<void(const std::string&)> server_log() {
 ServerOptions server_options_from_env() {
   ServerOptions o;
   o.token = token_from_env();
+  o.allowed_users = allowed_users_from_env();
   o.limits = limits_from_env();
   o.log = server_log();
   return o;

@@ -51,7 +51,9 @@ UniqueFd TcpStore::take_connection(const Deadline& deadline, bool* fresh) {
 
 namespace {
 
-bool is_refusal(Reply r) { return r == Reply::kDenied || r == Reply::kRefused; }
+bool is_refusal(Reply r) {
+  return r == Reply::kDenied || r == Reply::kRefused || r == Reply::kBusy;
+}
 
 // Reads one reply to `op` into *answer.
 Io read_reply(int fd, Op op, TcpStore::Answer* answer,
@@ -63,6 +65,7 @@ Io read_reply(int fd, Op op, TcpStore::Answer* answer,
   if (const char* why = tcp::decode_reply(op, reply, &rh)) {
     return {Io::kMalformed, why};
   }
+  answer->replied = true;
   answer->status = rh.status;
   answer->value.resize(rh.value_len);
   return net::recv_all(fd, answer->value.data(), answer->value.size(),
@@ -127,6 +130,8 @@ TcpStore::Answer TcpStore::call(Op op, const std::string& key,
                                 const Deadline& deadline) {
   Answer answer;
   Io io;
+  net::Backoff backoff;
+  int turned_away = 0;
   for (int attempt = 0;; ++attempt) {
     bool fresh = false;
     UniqueFd fd = take_connection(deadline, &fresh);
@@ -135,6 +140,23 @@ TcpStore::Answer TcpStore::call(Op op, const std::string& key,
     if (io.kind == Io::kOk && !is_refusal(answer.status)) {
       pool_.give_back(std::move(fd));
       return answer;
+    }
+    // Turned away before anything was done (kBusy: the server is full, or
+    // strangers crowd its queue of connections yet to authenticate), or a
+    // new connection closed before any reply: come back, until the
+    // deadline, so that idle strangers cannot keep a job from starting. A
+    // close is taken as "nothing was done" only where it must be: before
+    // the AUTH reply, the server has carried out nothing on a connection;
+    // without a token, an ADD it may have carried out is never repeated.
+    const bool busy = io.kind == Io::kOk && answer.status == Reply::kBusy;
+    const bool dropped = io.kind == Io::kClosed && fresh && !answer.replied &&
+                         (op != Op::kAdd || !token_.empty());
+    if (busy || dropped) {
+      turned_away += busy;
+      backoff.wait(deadline);
+      // Out of time: this attempt's outcome is the one to report.
+      if (deadline.expired()) break;
+      continue;
     }
     // A kept connection the server closed just as it was taken (its idle
     // timeout) never served the request: another one may. Not an ADD,
@@ -147,6 +169,12 @@ TcpStore::Answer TcpStore::call(Op op, const std::string& key,
   const std::string what =
       key.empty() ? str_cat("store ", tcp::op_name(op))
                   : str_cat("store ", tcp::op_name(op), ": key ", quote(key));
+  if (io.kind == Io::kOk && answer.status == Reply::kBusy) {
+    const std::string message(answer.value.begin(), answer.value.end());
+    fail(Status::kStore, what, ": ", url(), " turned this client away ",
+         turned_away, " times until its timeout (", timeout().count(),
+         " ms): ", message);
+  }
   if (io.kind == Io::kOk) {
     // The server's own words, which never hold a token.
     const std::string message(answer.value.begin(), answer.value.end());

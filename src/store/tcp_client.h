@@ -22,8 +22,9 @@ class Deadline;
 class TcpStore : public Store {
  public:
   // Connects to host:port, retrying until the timeout since the server may
-  // start later; throws kStore when it cannot, or when the server refuses
-  // `token` ("": none; sent as AUTH first on every connection). With a
+  // start later or turn it away while busy; throws kStore when it cannot,
+  // or when the server refuses `token` ("": none; sent as AUTH first on
+  // every connection) or this process's user (Denied). With a
   // server, that server is owned and stopped last, and the connections go
   // to its local_address() while host() still reports `host`.
   TcpStore(std::string host, int port, Millis timeout, std::string token,
@@ -47,14 +48,15 @@ class TcpStore : public Store {
   struct Answer {
     tcp::Reply status = tcp::Reply::kOk;
     Bytes value;
+    bool replied = false;  // a reply header arrived (the AUTH one included)
   };
 
  private:
   Answer call(tcp::Op op, const std::string& key, const uint8_t* value,
               size_t n, const detail::Deadline& deadline);
   // One request on fd (fresh: opened for it, so AUTH goes first). A
-  // refusal by the server is kOk with answer->status kDenied or kRefused
-  // and the server's message as the value.
+  // refusal by the server is kOk with answer->status kDenied, kRefused or
+  // kBusy and the server's message as the value.
   net::Io exchange(int fd, bool fresh, tcp::Op op, const std::string& key,
                    const uint8_t* value, size_t n,
                    const detail::Deadline& deadline, Answer* answer);

@@ -31,13 +31,19 @@
 // send its first request right behind it). A server without a token answers
 // AUTH kOk whatever the token, so clients and servers of this version work
 // together whichever of them has one; a server of the version before AUTH
-// closes the connection.
+// closes the connection. A server without a token answers kDenied, before
+// it reads anything, a connection from a process of another user of its
+// machine (store_options.h, AllowedUsers).
 //
 // Limits: a request over one of the server's limits (key, value or request
 // size, the bytes it holds in all) is answered kRefused with a message
 // saying which, and its connection closed; the frame itself is well formed.
-// A server with too many connections answers a new one kRefused before it
-// reads anything, and closes it.
+//
+// Busy: a server that cannot take a connection now (as many authenticated
+// connections as it allows, or more waiting to authenticate than it keeps)
+// answers kBusy with a message and closes it, having carried out none of its
+// requests; the client may connect again. Servers before kBusy said
+// kRefused instead.
 #pragma once
 
 #include <cstddef>
@@ -71,8 +77,9 @@ enum class Reply : uint8_t {
   kMissing = 1,  // kCheck only
   kBadAdd = 2,   // kAdd only: the stored value is not an integer, or overflow
   // Any op, with a message; the server closes the connection after it.
-  kDenied = 3,   // no token, or a wrong one
+  kDenied = 3,   // no token, a wrong one, or another user's process
   kRefused = 4,  // over a limit of the server's
+  kBusy = 5,     // no room for the connection now; nothing was done
 };
 
 // GET and WAIT park on the server until the key is set; only the client's
@@ -174,7 +181,8 @@ inline const char* decode_reply(Op op, const uint8_t in[kReplyHeaderBytes],
   h->status = static_cast<Reply>(in[3]);
   h->value_len = get_u64(in + 4);
   if (h->version != kVersion) return "unsupported version";
-  if (h->status == Reply::kDenied || h->status == Reply::kRefused) {
+  if (h->status == Reply::kDenied || h->status == Reply::kRefused ||
+      h->status == Reply::kBusy) {
     return h->value_len <= kMaxMessageBytes ? nullptr : "message too long";
   }
   const bool ok = h->status == Reply::kOk;

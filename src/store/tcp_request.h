@@ -64,6 +64,10 @@ class RequestReader {
   // Whether part of a request has arrived and the rest has not.
   bool in_request() const { return state_ != State::kHeader || got_ > 0; }
 
+  // Whether the request in progress has a header that passed every check
+  // (its key and value may still be arriving), or is whole.
+  bool header_read() const { return state_ != State::kHeader; }
+
   // The bytes held for the request in progress (header, key, value).
   size_t buffered() const { return got_ + key_.size() + value_.size(); }
 

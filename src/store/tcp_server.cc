@@ -16,6 +16,7 @@
 #include <cstring>
 #include <deque>
 #include <memory>
+#include <set>
 #include <string>
 #include <system_error>
 #include <unordered_map>
@@ -25,6 +26,7 @@
 #include "base/error.h"
 #include "base/unique_fd.h"
 #include "store/server_memory.h"
+#include "store/socket_owner.h"
 #include "store/store_util.h"
 #include "store/tcp_protocol.h"
 #include "store/tcp_request.h"
@@ -57,6 +59,10 @@ constexpr Millis kLinger(1000);
 // Log lines per minute about refused and closed connections; the rest are
 // counted and reported as a number.
 constexpr int kLogLinesPerMinute = 10;
+// Connections turned away before they authenticated (strangers, as a rule)
+// are told of by one line for the first of each kind, then by one summary
+// line per this period at most, however many there are.
+constexpr Millis kStrangerLogPeriod(30000);
 
 bool is_wildcard(const std::string& host) {
   return host == "0.0.0.0" || host == "::" || host == "*";
@@ -241,6 +247,19 @@ bool is_loopback(const std::string& address) {
          address.rfind("::ffff:127.", 0) == 0;
 }
 
+bool is_loopback_peer(const sockaddr_storage& addr) {
+  if (addr.ss_family == AF_INET) {
+    const auto* a = reinterpret_cast<const sockaddr_in*>(&addr);
+    return (ntohl(a->sin_addr.s_addr) >> 24) == 127;
+  }
+  if (addr.ss_family == AF_INET6) {
+    const in6_addr& a = reinterpret_cast<const sockaddr_in6*>(&addr)->sin6_addr;
+    return IN6_IS_ADDR_LOOPBACK(&a) ||
+           (IN6_IS_ADDR_V4MAPPED(&a) && a.s6_addr[12] == 127);
+  }
+  return false;
+}
+
 // The server's view of a stored value: its bytes and their share of the
 // budget, given back when the last holder (the store, a reply being sent)
 // lets go.
@@ -273,7 +292,6 @@ struct Connection {
       : fd(std::move(f)),
         peer(std::move(who)),
         reader(limits, budget),
-        authenticated(!need_auth),
         accepted(now),
         last_read(now),
         last_write(now) {
@@ -283,7 +301,12 @@ struct Connection {
   UniqueFd fd;
   std::string peer;  // "10.0.0.5:41234", for logs
   tcp::RequestReader reader;
-  bool authenticated;
+  // It showed the token (a server with one), or passed the user check and
+  // sent its first request's header (a server without); until then it is
+  // one of the server's pending connections.
+  bool authenticated = false;
+  // The loop pass in which make_room last read it.
+  uint64_t swept = 0;
 
   std::deque<OutItem> out;
   size_t queued = 0;  // bytes of `out` not yet sent
@@ -321,9 +344,28 @@ class TcpStoreServer::Loop {
   ServerStats stats() const;
 
  private:
-  enum class Why { kMalformed, kTimedOut, kGone };
+  // What befalls connections that never authenticated.
+  enum Stranger {
+    kOtherUser,    // a process of another user (no token)
+    kNoToken,      // no token, or a wrong one
+    kOverPending,  // pushed out: too many waiting to authenticate
+    kSilent,       // did not authenticate in time
+    kFull,         // authenticated past GANG_STORE_MAX_CONNECTIONS
+    kStrangerKinds
+  };
 
   void accept_all(int listener);
+  // A server without a token: refuses c unless its process belongs to an
+  // allowed user (or to another machine).
+  void check_user(Connection& c, const sockaddr_storage& addr);
+  // Counts c among the authenticated connections, or answers kBusy when
+  // there are as many as allowed; false then.
+  bool admit(uint64_t id, Connection& c);
+  // Before a new connection is taken with the pending quota full: reads
+  // the pending connections that have spoken (a crowd of ranks connecting
+  // at once must not push each other out), then pushes out the oldest that
+  // is still pending.
+  void make_room();
   void service(uint64_t id, short revents);
   // These return false when the connection must be closed now.
   bool read_and_handle(uint64_t id, Connection& c);
@@ -343,6 +385,10 @@ class TcpStoreServer::Loop {
   void close(uint64_t id);
   void log(const std::string& line);
   void flush_log(Clock::time_point now);
+  // Logs `line` if it is the first stranger of its kind this period, else
+  // only counts it for the period's summary.
+  void note(Stranger kind, const std::string& line);
+  void flush_strangers(Clock::time_point now);
 
   std::vector<UniqueFd> listeners_;
   UniqueFd wake_;
@@ -352,6 +398,11 @@ class TcpStoreServer::Loop {
   Budget budget_;
   uint64_t next_id_ = 1;
   std::unordered_map<uint64_t, std::unique_ptr<Connection>> conns_;
+  // The connections not yet authenticated, oldest (smallest id) first.
+  std::set<uint64_t> pending_;
+  uint64_t pass_ = 1;  // loop passes, for Connection::swept
+  uid_t own_uid_ = ::geteuid();
+  std::string own_user_ = user_name(own_uid_);
   std::unordered_map<std::string, Entry> data_;
   // Connections parked on each key. Entries of connections that have since
   // gone are skipped when the key arrives.
@@ -362,12 +413,14 @@ class TcpStoreServer::Loop {
   std::array<uint8_t, 64 * 1024> chunk_{};
 
   struct Counters {
-    std::atomic<uint64_t> accepted{0}, over_connections{0}, denied{0},
-        refused{0}, malformed{0}, timed_out{0};
+    std::atomic<uint64_t> accepted{0}, over_connections{0}, over_pending{0},
+        denied{0}, other_users{0}, refused{0}, malformed{0}, timed_out{0};
   } counters_;
   Clock::time_point log_window_{};
   int log_lines_ = 0;
   uint64_t log_suppressed_ = 0;
+  Clock::time_point strangers_since_{};
+  std::array<uint64_t, kStrangerKinds> strangers_{};
 };
 
 void TcpStoreServer::Loop::stop() {
@@ -382,7 +435,9 @@ ServerStats TcpStoreServer::Loop::stats() const {
   ServerStats s;
   s.accepted = counters_.accepted.load();
   s.over_connections = counters_.over_connections.load();
+  s.over_pending = counters_.over_pending.load();
   s.denied = counters_.denied.load();
+  s.other_users = counters_.other_users.load();
   s.refused = counters_.refused.load();
   s.malformed = counters_.malformed.load();
   s.timed_out = counters_.timed_out.load();
@@ -420,12 +475,63 @@ void TcpStoreServer::Loop::flush_log(Clock::time_point now) {
   }
 }
 
+void TcpStoreServer::Loop::note(Stranger kind, const std::string& line) {
+  const auto now = Clock::now();
+  flush_strangers(now);
+  if (strangers_[kind]++ > 0 || !options_.log) return;
+  try {
+    options_.log(line);
+  } catch (...) {
+  }
+}
+
+void TcpStoreServer::Loop::flush_strangers(Clock::time_point now) {
+  if (now - strangers_since_ < kStrangerLogPeriod) return;
+  const std::array<uint64_t, kStrangerKinds> n = strangers_;
+  strangers_ = {};
+  strangers_since_ = now;
+  uint64_t total = 0;
+  uint64_t unsaid = 0;  // beyond the first of each kind, which had a line
+  for (const uint64_t k : n) {
+    total += k;
+    unsaid += k > 0 ? k - 1 : 0;
+  }
+  if (unsaid == 0 || !options_.log) return;
+  std::string parts;
+  const auto part = [&parts](uint64_t k, const std::string& what) {
+    if (k == 0) return;
+    parts += str_cat(parts.empty() ? "" : ", ", k, " ", what);
+  };
+  const Limits& l = options_.limits;
+  part(n[kOtherUser], "of other users");
+  part(n[kNoToken], "without the token");
+  part(n[kOverPending],
+       str_cat("pushed out over the ", l.max_pending_connections,
+               " allowed to wait for authentication "
+               "(GANG_STORE_MAX_PENDING_CONNECTIONS)"));
+  part(n[kSilent],
+       str_cat("silent for ",
+               std::min(l.auth_timeout, l.request_timeout).count(), " ms"));
+  part(n[kFull], str_cat("over the limit of ", l.max_connections,
+                         " connections (GANG_STORE_MAX_CONNECTIONS)"));
+  try {
+    options_.log(str_cat(
+        "turned away ", total, " connections before serving them, in the last ",
+        std::chrono::duration_cast<std::chrono::seconds>(kStrangerLogPeriod)
+            .count(),
+        " s or less: ", parts));
+  } catch (...) {
+  }
+}
+
 Clock::time_point TcpStoreServer::Loop::deadline(const Connection& c) const {
   const Limits& l = options_.limits;
   if (c.closing)
     return c.closing_since +
            std::min<Clock::duration>(kLinger, l.request_timeout);
-  if (!c.authenticated) return c.accepted + l.request_timeout;
+  if (!c.authenticated) {
+    return c.accepted + std::min(l.auth_timeout, l.request_timeout);
+  }
   if (c.queued > 0) return c.last_write + l.request_timeout;
   if (c.reader.in_request()) return c.last_read + l.request_timeout;
   // Waiting on the server, not the client: the client's own timeout ends
@@ -444,7 +550,9 @@ void TcpStoreServer::Loop::run() {
     expired.clear();
     fds.push_back({wake_.get(), POLLIN, 0});
     const auto now = Clock::now();
+    ++pass_;
     flush_log(now);
+    flush_strangers(now);
     const bool accepting = now >= accept_resume_;
     if (accepting) {
       for (const auto& l : listeners_) fds.push_back({l.get(), POLLIN, 0});
@@ -452,6 +560,11 @@ void TcpStoreServer::Loop::run() {
     const size_t first = fds.size();
     Clock::time_point wake_at =
         accepting ? Clock::time_point::max() : accept_resume_;
+    for (const uint64_t k : strangers_) {
+      // A summary is due: wake for it even if nothing else happens.
+      if (k > 1)
+        wake_at = std::min(wake_at, strangers_since_ + kStrangerLogPeriod);
+    }
     for (const auto& [id, c] : conns_) {
       const Clock::time_point due = deadline(*c);
       if (due <= now) {
@@ -470,17 +583,25 @@ void TcpStoreServer::Loop::run() {
     }
     for (const uint64_t id : expired) {
       const Connection& c = *conns_.at(id);
-      if (!c.closing) {
+      const Limits& l = options_.limits;
+      if (c.closing) {
+        // Its refusal was said; nothing more to tell.
+      } else if (!c.authenticated) {
         counters_.timed_out.fetch_add(1);
-        const char* what = !c.authenticated ? "did not authenticate"
-                           : c.queued > 0   ? "did not read its reply"
+        note(kSilent,
+             str_cat("closed the connection from ", c.peer,
+                     ": it did not authenticate within ",
+                     std::min(l.auth_timeout, l.request_timeout).count(),
+                     " ms (GANG_STORE_AUTH_TIMEOUT_MS)"));
+      } else {
+        counters_.timed_out.fetch_add(1);
+        const char* what = c.queued > 0 ? "did not read its reply"
                            : c.reader.in_request()
                                ? "stopped half-way through a request"
                                : "was idle";
-        const Millis after =
-            !c.authenticated || c.queued > 0 || c.reader.in_request()
-                ? options_.limits.request_timeout
-                : options_.limits.idle_timeout;
+        const Millis after = c.queued > 0 || c.reader.in_request()
+                                 ? l.request_timeout
+                                 : l.idle_timeout;
         log(str_cat("closed the connection from ", c.peer, ": it ", what,
                     " for ", after.count(), " ms"));
       }
@@ -526,27 +647,12 @@ void TcpStoreServer::Loop::accept_all(int listener) {
       return;
     }
     counters_.accepted.fetch_add(1);
-    const std::string peer = peer_name(addr, len);
-    const Limits& l = options_.limits;
-    if (conns_.size() >= l.max_connections) {
-      // Said before anything is read, as the answer to whatever the client
-      // sends first; the socket buffer of a new connection always has room.
-      counters_.over_connections.fetch_add(1);
-      const std::string message =
-          str_cat("the server has ", conns_.size(),
-                  " connections open, its limit (GANG_STORE_MAX_CONNECTIONS)");
-      tcp::ReplyHeader h;
-      h.status = Reply::kRefused;
-      h.value_len = message.size();
-      uint8_t header[tcp::kReplyHeaderBytes];
-      tcp::encode_reply(h, header);
-      Bytes out(header, header + sizeof header);
-      out.insert(out.end(), message.begin(), message.end());
-      [[maybe_unused]] ssize_t n =
-          ::send(fd.get(), out.data(), out.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
-      ::shutdown(fd.get(), SHUT_WR);
-      log(str_cat("refused a connection from ", peer, ": ", message));
-      continue;
+    // Connections that have not authenticated have a quota of their own;
+    // the authenticated ones are counted against GANG_STORE_MAX_CONNECTIONS
+    // when they authenticate (admit), so a crowd of silent strangers can
+    // never keep the job's ranks out.
+    while (pending_.size() >= options_.limits.max_pending_connections) {
+      make_room();
     }
     // Replies are small and a client waits for each one.
     const int one = 1;
@@ -559,11 +665,127 @@ void TcpStoreServer::Loop::accept_all(int listener) {
     ::setsockopt(fd.get(), IPPROTO_TCP, TCP_KEEPINTVL, &interval_s,
                  sizeof interval_s);
     ::setsockopt(fd.get(), IPPROTO_TCP, TCP_KEEPCNT, &probes, sizeof probes);
-    conns_.emplace(next_id_++,
-                   std::make_unique<Connection>(
-                       std::move(fd), peer, options_.limits, &budget_,
-                       !options_.token.empty(), Clock::now()));
+    const uint64_t id = next_id_++;
+    auto conn = std::make_unique<Connection>(
+        std::move(fd), peer_name(addr, len), options_.limits, &budget_,
+        !options_.token.empty(), Clock::now());
+    Connection& c = *conn;
+    conns_.emplace(id, std::move(conn));
+    pending_.insert(id);
+    if (options_.token.empty() && !options_.allowed_users.any) {
+      check_user(c, addr);
+    }
   }
+}
+
+void TcpStoreServer::Loop::check_user(Connection& c,
+                                      const sockaddr_storage& addr) {
+  const SocketOwner owner = peer_owner(c.fd.get());
+  const AllowedUsers& allowed = options_.allowed_users;
+  std::string why;  // for the client, and the log
+  uid_t uid = 0;
+  switch (owner.kind) {
+    case SocketOwner::kFound:
+      uid = owner.uid;
+      if (uid == own_uid_ || std::find(allowed.uids.begin(), allowed.uids.end(),
+                                       uid) != allowed.uids.end()) {
+        return;
+      }
+      break;
+    case SocketOwner::kNotLocal:
+    case SocketOwner::kUnknown:
+      // Another machine cannot be asked; a server that other machines can
+      // reach without a token said so when it started. A loopback peer is
+      // on this machine, and one that cannot be told is refused.
+      if (!is_loopback_peer(addr)) return;
+      why = owner.kind == SocketOwner::kUnknown
+                ? owner.why
+                : "the kernel knows no socket of this host at its address";
+      break;
+  }
+  counters_.other_users.fetch_add(1);
+  const char* const how =
+      "To share a store between users, give the server and every rank the "
+      "same GANG_STORE_TOKEN, or set GANG_STORE_ALLOW_USERS where the "
+      "server runs";
+  if (why.empty()) {
+    note(kOtherUser,
+         str_cat("refused the connection from ", c.peer,
+                 ": its process runs as uid ", uid, ", not as ", own_user_,
+                 " who serves this store without a token (see "
+                 "GANG_STORE_TOKEN and GANG_STORE_ALLOW_USERS)"));
+    end_with(c, Reply::kDenied,
+             str_cat("the store belongs to another user, ", own_user_,
+                     ", and this process runs as uid ", uid, ". ", how, " (",
+                     uid, ", a name, or any)"));
+  } else {
+    note(kOtherUser,
+         str_cat("refused the connection from ", c.peer,
+                 ": cannot tell which user its process runs as (", why, ")"));
+    end_with(c, Reply::kDenied,
+             str_cat("the store, served by ", own_user_,
+                     " without a token, cannot tell which user this process "
+                     "runs as (",
+                     why, "), so it serves no one but its own user. ", how,
+                     " (any)"));
+  }
+}
+
+bool TcpStoreServer::Loop::admit(uint64_t id, Connection& c) {
+  const size_t authenticated = conns_.size() - pending_.size();
+  if (authenticated >= options_.limits.max_connections) {
+    counters_.over_connections.fetch_add(1);
+    const std::string message =
+        str_cat("the server has ", authenticated,
+                " connections open, its limit (GANG_STORE_MAX_CONNECTIONS)");
+    note(kFull,
+         str_cat("turned away the connection from ", c.peer, ": ", message));
+    end_with(c, Reply::kBusy, message);
+    return false;
+  }
+  c.authenticated = true;
+  pending_.erase(id);
+  return true;
+}
+
+void TcpStoreServer::Loop::make_room() {
+  std::vector<uint64_t> unread;
+  for (const uint64_t id : pending_) {
+    const Connection& c = *conns_.at(id);
+    if (!c.closing && c.swept != pass_) unread.push_back(id);
+  }
+  for (const uint64_t id : unread) {
+    const auto it = conns_.find(id);
+    if (it == conns_.end()) continue;
+    it->second->swept = pass_;
+    bool keep = false;
+    try {
+      keep = read_and_handle(id, *it->second);
+    } catch (const std::exception&) {
+      keep = false;
+    }
+    if (!keep) close(id);
+  }
+  if (pending_.size() < options_.limits.max_pending_connections) return;
+  const uint64_t id = *pending_.begin();
+  Connection& c = *conns_.at(id);
+  if (!c.closing) {
+    counters_.over_pending.fetch_add(1);
+    const std::string message =
+        str_cat("more than ", options_.limits.max_pending_connections,
+                " connections are waiting to authenticate, the server's limit "
+                "(GANG_STORE_MAX_PENDING_CONNECTIONS)");
+    note(kOverPending,
+         str_cat("closed the connection from ", c.peer,
+                 ", the oldest not yet authenticated: ", message));
+    // Told to come back, if its socket takes the words now. What it sent is
+    // dropped first: closing a socket with unread bytes resets the
+    // connection, and the reset could overtake the reply.
+    end_with(c, Reply::kBusy, message);
+    drop_input(c);
+  }
+  flush(c);
+  close(id);
 }
 
 void TcpStoreServer::Loop::service(uint64_t id, short revents) {
@@ -622,6 +844,14 @@ bool TcpStoreServer::Loop::feed(uint64_t id, Connection& c, const uint8_t* data,
     size_t used = 0;
     const auto r = c.reader.feed(data + off, n - off, &used);
     off += used;
+    // Without a token, a connection that passed the user check is counted
+    // as authenticated once its first request's header is in: a client
+    // says something at once, and a large first value may take a while.
+    if (!c.authenticated && options_.token.empty() &&
+        (r == tcp::RequestReader::Result::kRequest || c.reader.header_read()) &&
+        !admit(id, c)) {
+      return true;
+    }
     switch (r) {
       case tcp::RequestReader::Result::kNeedMore:
         break;
@@ -630,8 +860,8 @@ bool TcpStoreServer::Loop::feed(uint64_t id, Connection& c, const uint8_t* data,
         break;
       case tcp::RequestReader::Result::kUnauthenticated:
         counters_.denied.fetch_add(1);
-        log(str_cat("refused the connection from ", c.peer, ": no token (",
-                    c.reader.why(), ")"));
+        note(kNoToken, str_cat("refused the connection from ", c.peer,
+                               ": no token (", c.reader.why(), ")"));
         end_with(c, Reply::kDenied,
                  "this store requires a token: set GANG_STORE_TOKEN, or "
                  "?token= in the url, to the server's");
@@ -681,12 +911,13 @@ void TcpStoreServer::Loop::handle(uint64_t id, Connection& c, tcp::Request r) {
   switch (r.op) {
     case Op::kAuth:
       if (options_.token.empty() || same_token(key, options_.token)) {
-        c.authenticated = true;
+        if (!c.authenticated && !admit(id, c)) return;
         c.reader.require_auth(false);
         reply(c, Reply::kOk);
       } else {
         counters_.denied.fetch_add(1);
-        log(str_cat("refused the connection from ", c.peer, ": wrong token"));
+        note(kNoToken,
+             str_cat("refused the connection from ", c.peer, ": wrong token"));
         end_with(c, Reply::kDenied,
                  "the store refused this client's token: GANG_STORE_TOKEN "
                  "(or ?token= in the url) differs from the server's");
@@ -925,6 +1156,7 @@ void TcpStoreServer::Loop::close(uint64_t id) {
       if (ids.empty()) waiters_.erase(w);
     }
   }
+  pending_.erase(id);
   conns_.erase(it);
 }
 
@@ -942,6 +1174,30 @@ TcpStoreServer::TcpStoreServer(const std::string& host, int port,
   Listeners listeners = listen_on(host, port);
   port_ = listeners.port;
   addresses_ = listeners.addresses;
+  // Warned, not refused: a job across machines needs a server they can
+  // reach, and under slurm, mpirun or MASTER_ADDR rank 0 serves every
+  // interface without being asked; refusing would break every such job
+  // that has no token today. This machine's other users are still kept out
+  // by the user check; only other machines are not.
+  if (options.token.empty() && !loopback_only() && options.log) {
+    std::string where;
+    for (const std::string& a : addresses_) {
+      where += str_cat(where.empty() ? "" : ", ", base::host_port(a, port_));
+    }
+    try {
+      options.log(str_cat(
+          "warning: serving ", where,
+          ", which other machines may reach, without a token: a process on "
+          "any of them that reaches this port can join the jobs of this "
+          "store and change their results (users of this machine are ",
+          options.allowed_users.any ? "not checked either, "
+                                      "GANG_STORE_ALLOW_USERS=any"
+                                    : "checked by uid",
+          "). Set GANG_STORE_TOKEN to one secret for the server and every "
+          "rank, or serve on 127.0.0.1 for a job on one machine"));
+    } catch (...) {
+    }
+  }
   UniqueFd wake(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
   if (!wake.valid()) {
     fail(Status::kSystem,

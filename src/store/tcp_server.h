@@ -3,11 +3,15 @@
 //
 // It defends itself (ServerOptions, from the GANG_STORE_* variables): it
 // listens only on the host it is given; with a token, a connection must
-// authenticate before anything else; keys, values, requests, the bytes held
-// in all and the number of connections are bounded; a request's bytes are
-// buffered as they arrive, never as announced; idle connections, requests
-// that stall half-way and connections that never authenticate are closed.
-// Whatever a connection does, only that connection is closed.
+// authenticate before anything else, and without one, a connection from a
+// process of another user of this machine is refused (AllowedUsers);
+// connections not yet authenticated have a small quota and a short
+// deadline of their own, apart from the limit on authenticated ones;
+// keys, values, requests, the bytes held in all and the number of
+// connections are bounded; a request's bytes are buffered as they arrive,
+// never as announced; idle connections, requests that stall half-way and
+// connections that never authenticate are closed. Whatever a connection
+// does, only that connection is closed.
 #pragma once
 
 #include <atomic>
@@ -33,8 +37,11 @@ class PortInUse : public Error {
 // What a server has refused or closed, counted from its start.
 struct ServerStats {
   uint64_t accepted = 0;          // connections accepted
-  uint64_t over_connections = 0;  // refused: GANG_STORE_MAX_CONNECTIONS
+  uint64_t over_connections = 0;  // turned away: GANG_STORE_MAX_CONNECTIONS
+  uint64_t over_pending = 0;      // pushed out, still unauthenticated, by
+                                  // GANG_STORE_MAX_PENDING_CONNECTIONS
   uint64_t denied = 0;            // no token, or a wrong one
+  uint64_t other_users = 0;       // a process of another user (no token)
   uint64_t refused = 0;           // a request over a limit
   uint64_t malformed = 0;         // not the protocol
   uint64_t timed_out = 0;         // idle, stalled, never authenticated
@@ -48,6 +55,8 @@ class TcpStoreServer {
   // IPv6). Throws kSystem when the port cannot be bound: PortInUse when
   // another socket listens on it, plain Error otherwise (no permission, an
   // address of another machine, ...); kInvalidArgument for a bad port.
+  // Without a token, a server other machines can reach warns through
+  // options.log as it starts.
   TcpStoreServer(const std::string& host, int port, ServerOptions options);
   // Stops the thread and closes every connection; parked clients see the
   // connection close.
