@@ -111,9 +111,10 @@ typedef enum gang_dtype {
  *
  *  Floating reductions compute each partial result in at least float32 and
  *  round it to the dtype (nearest even). Integer SUM and PROD wrap modulo
- *  2^bits. AVG of integers is the wrapping sum divided by the gang size,
- *  truncated toward zero; AVG of floats on CPU backends is the sum divided by
- *  the size. MIN and MAX with NaN are backend-defined. One all-reduce gives
+ *  2^bits. AVG is for floating types only: AVG of an integer type or bool is
+ *  GANG_ERR_UNSUPPORTED on every backend (gang_supports says 0), as torch
+ *  refuses it, rather than a truncated mean; use SUM and divide. AVG of
+ *  floats on CPU backends is the sum divided by the size. MIN and MAX with NaN are backend-defined. One all-reduce gives
  *  bitwise-identical results on every rank. */
 typedef enum gang_op {
   GANG_SUM = 0,
@@ -439,7 +440,8 @@ GANG_API gang_status_t gang_get_async_error(const gang_t* gang,
                                             gang_status_t* out);
 
 /** Nonzero if the backend can reduce `dtype` with `op`; answers without
- *  traffic. 0 for a NULL gang or values out of range. */
+ *  traffic. 0 for a NULL gang, values out of range, and AVG of a type that
+ *  is not floating (see gang_op_t). */
 GANG_API int gang_supports(const gang_t* gang, gang_op_t op,
                            gang_dtype_t dtype);
 
