@@ -23,7 +23,8 @@ type Number interface {
 type Op int
 
 // The reductions of gang.h. Floating reductions compute in at least
-// float32; integer Sum and Prod wrap; Avg of integers truncates.
+// float32; integer Sum and Prod wrap; Avg is for floating types only (an
+// integer or bool Avg is ErrUnsupported: use Sum and divide).
 const (
 	Sum  Op = 0
 	Prod Op = 1

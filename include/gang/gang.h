@@ -120,9 +120,10 @@ typedef enum gang_dtype {
  *
  *  Floating reductions compute each partial result in at least float32 and
  *  round it to the dtype (nearest even). Integer SUM and PROD wrap modulo
- *  2^bits. AVG of integers is the wrapping sum divided by the gang size,
- *  truncated toward zero; AVG of floats on CPU backends is the sum divided by
- *  the size. MIN and MAX with NaN are backend-defined. One all-reduce gives
+ *  2^bits. AVG is for floating types only: AVG of an integer type or bool is
+ *  GANG_ERR_UNSUPPORTED on every backend (gang_supports says 0), as torch
+ *  refuses it, rather than a truncated mean; use SUM and divide. AVG of
+ *  floats on CPU backends is the sum divided by the size. MIN and MAX with NaN are backend-defined. One all-reduce gives
  *  bitwise-identical results on every rank. */
 typedef enum gang_op {
   GANG_SUM = 0,
@@ -284,8 +285,9 @@ typedef struct gang_options {
   int32_t device_index;    /* -1: local_rank % visible devices */
   int32_t rank;            /* this process's rank; -1: from the environment */
   int32_t size;            /* number of ranks; -1: from the environment */
-  const char* init_method; /* a gang_store_create url; NULL: GANG_INIT_METHOD,
-                              else the launch environment (gang_create) */
+  const char* init_method; /* a gang_store_create url, or "env://"; NULL:
+                              GANG_INIT_METHOD, else the launch environment
+                              (gang_create) */
   gang_store_t* store;     /* wins over init_method; must outlive the gang and
                               every gang split from it */
   int64_t timeout_ms;      /* <= 0: GANG_TIMEOUT_MS, else 600000 */
@@ -321,10 +323,18 @@ static inline void gang_options_init(gang_options_t* options) {
  *  silent CPU fallback).
  *
  *  Rank and size: options->rank and options->size, or both -1 to take them
- *  from the launch environment (gang_env_detect).
+ *  from the launch environment (gang_env_detect). A process with no
+ *  launcher variables at all is rank 0 of 1, and the first such
+ *  gang_create of the process says so in a warning (GANG_LOG_LEVEL), with
+ *  how to start more ranks: processes started by hand are otherwise jobs of
+ *  one rank each, silently.
  *
  *  Rendezvous: options->store, else options->init_method, else the
  *  GANG_INIT_METHOD environment variable, else the launch environment's
+ *  master. An init method of "env://" (torch's spelling) is the master at
+ *  MASTER_ADDR and MASTER_PORT, whatever the launcher, with the rank and
+ *  size from the environment (options->rank and options->size -1 with
+ *  none set is GANG_ERR_INVALID_ARGUMENT, as torch refuses it). The
  *  master: "torch://MASTER_ADDR:MASTER_PORT" under torchrun with
  *  TORCHELASTIC_USE_AGENT_STORE=True (its agent already serves PyTorch's
  *  TCPStore there, so gang never binds that port), otherwise
@@ -440,7 +450,8 @@ GANG_API gang_status_t gang_get_async_error(const gang_t* gang,
                                             gang_status_t* out);
 
 /** Nonzero if the backend can reduce `dtype` with `op`; answers without
- *  traffic. 0 for a NULL gang or values out of range. */
+ *  traffic. 0 for a NULL gang, values out of range, and AVG of a type that
+ *  is not floating (see gang_op_t). */
 GANG_API int gang_supports(const gang_t* gang, gang_op_t op,
                            gang_dtype_t dtype);
 
@@ -787,7 +798,8 @@ GANG_API gang_status_t gang_layout_ranks(int size,
  * job id (Open MPI: PMIX_NAMESPACE, OMPI_MCA_orte_ess_jobid,
  * OMPI_MCA_ess_base_jobid; PMI: PMIX_NAMESPACE, PALS_APID, PMI_PORT); across
  * nodes gang_create asks for MASTER_ADDR and MASTER_PORT. Under "gang" the
- * master is the host and port of a tcp:// GANG_INIT_METHOD.
+ * master is the host and port of a tcp:// GANG_INIT_METHOD, or MASTER_ADDR
+ * and MASTER_PORT when GANG_INIT_METHOD is "env://".
  * ======================================================================== */
 
 /** What gang_env_detect found; -1 where unknown. */

@@ -362,7 +362,8 @@ struct gang_backend {
   /** Nonzero if the instance can reduce dtype with op (ALL_REDUCE, REDUCE,
    *  REDUCE_SCATTER(V)). Answers without traffic; gang asks before issuing
    *  a reduction and reports GANG_ERR_UNSUPPORTED to the user, leaving the
-   *  gang usable. Called from any thread. */
+   *  gang usable. gang never asks about, nor posts, AVG of a type that is
+   *  not floating (it refuses that itself). Called from any thread. */
   int (*supports)(void* backend, gang_op_t op, gang_dtype_t dtype);
 
   /** Posts nops operations (nops >= 1; element i is gang_backend_op_at(ops,

@@ -63,6 +63,8 @@ std::string init_method() {
 
 Launch detect() { return detect_from(raw); }
 
+void torch_master(Launch* l) { torch_master_from(raw, l); }
+
 std::string flight_recorder_path() {
   const char* v = raw("GANG_FLIGHT_RECORDER");
   return v ? v : "";

@@ -35,6 +35,9 @@ std::string init_method();
 // environment for them.
 Launch detect();
 
+// torch_master_from (env_detect.h) over the process's environment.
+void torch_master(Launch* l);
+
 enum class LogLevel { kError = 0, kWarn = 1, kInfo = 2, kDebug = 3 };
 // GANG_FLIGHT_RECORDER, or "": where each rank dumps its recent operations
 // when a gang fails ("%r" becomes the rank, else ".<rank>" is appended).

@@ -202,24 +202,34 @@ int slurm_local_size(const Lookup& get, int node_rank) {
   return -1;
 }
 
+void torch_master(const Lookup& get, const Reader& r, Launch* l) {
+  const char* addr = get("MASTER_ADDR");
+  l->master_addr = addr ? addr : "";
+  l->master_port = master_port_var(r);
+  l->master_vars = host_port_vars("MASTER_ADDR", "MASTER_PORT");
+  // torch.distributed compares the value with str(True).
+  const char* agent = get("TORCHELASTIC_USE_AGENT_STORE");
+  l->agent_store = agent && std::string(agent) == "True";
+}
+
 void detect_master(const Source& src, const Lookup& get, const Reader& r,
                    Launch* l) {
   const std::string name = src.name;
   if (name == "gang") {
-    master_from_init_method(get("GANG_INIT_METHOD"), l);
+    const char* url = get("GANG_INIT_METHOD");
+    if (url && is_env_url(url, "GANG_INIT_METHOD")) {
+      torch_master(get, r, l);
+    } else {
+      master_from_init_method(url, l);
+    }
+    return;
+  }
+  if (name == "torchrun") {
+    torch_master(get, r, l);
     return;
   }
   const char* addr = get("MASTER_ADDR");
   const int port = master_port_var(r);
-  if (name == "torchrun") {
-    if (addr) l->master_addr = addr;
-    l->master_port = port;
-    l->master_vars = host_port_vars("MASTER_ADDR", "MASTER_PORT");
-    // torch.distributed compares the value with str(True).
-    const char* agent = get("TORCHELASTIC_USE_AGENT_STORE");
-    l->agent_store = agent && std::string(agent) == "True";
-    return;
-  }
 
   std::string addr_from = "MASTER_ADDR";
   std::string port_from = "MASTER_PORT";
@@ -263,6 +273,19 @@ void detect_master(const Source& src, const Lookup& get, const Reader& r,
 }
 
 }  // namespace
+
+void torch_master_from(const Lookup& get, Launch* l) {
+  torch_master(get, Reader(get, "env://"), l);
+}
+
+bool is_env_url(const std::string& url, const char* origin) {
+  if (url == "env://") return true;
+  if (url.rfind("env:", 0) != 0) return false;
+  fail(Status::kInvalidArgument, origin, "=\"", url,
+       "\": the env rendezvous is \"env://\" alone (gang reads the rank "
+       "and size from the environment, and the master from MASTER_ADDR and "
+       "MASTER_PORT)");
+}
 
 Launch detect_from(const Lookup& get) {
   const Source* winner = nullptr;

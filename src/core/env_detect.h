@@ -44,6 +44,19 @@ struct Launch {
 // and size.
 Launch detect_from(const Lookup& get);
 
+// torch's env:// rendezvous: the master is MASTER_ADDR and MASTER_PORT,
+// behind torchrun's agent store when TORCHELASTIC_USE_AGENT_STORE=True.
+// Sets master_addr, master_port (-1 when unset), master_vars and
+// agent_store of *l; a MASTER_PORT that is not a TCP port is
+// kInvalidArgument naming it.
+void torch_master_from(const Lookup& get, Launch* l);
+
+// Whether an init method is torch's "env://", which gang_create takes as
+// "rendezvous at MASTER_ADDR:MASTER_PORT". Anything else beginning with
+// "env:" is kInvalidArgument (`origin` names where it came from), as torch's
+// query parameters are not read.
+bool is_env_url(const std::string& url, const char* origin);
+
 // Expands a SLURM host list ("node[01-04,07]", "a[1-2]-ib,b3",
 // "r[1-2]n[08-11]") in order, keeping zero padding. `var` names the variable
 // in the kInvalidArgument a malformed list throws.

@@ -50,9 +50,16 @@ void Gang::check(const CollectiveArgs& args) const {
   const bool emulated = caps_->emulates_peers;
   validate(args, rank_, size_, emulated);
   if (is_reduction(args.kind) && !reducible(args.op, args.dtype)) {
-    fail(Status::kUnsupported, op_api_name(args.kind),
-         ": bool cannot be averaged; use GANG_SUM or GANG_MAX (\"or\"), "
-         "GANG_PROD or GANG_MIN (\"and\")");
+    if (args.dtype == DType::kBool) {
+      fail(Status::kUnsupported, op_api_name(args.kind),
+           ": bool cannot be averaged; use GANG_SUM or GANG_MAX (\"or\"), "
+           "GANG_PROD or GANG_MIN (\"and\")");
+    }
+    fail(Status::kUnsupported, op_api_name(args.kind), ": ",
+         dtype_name(args.dtype),
+         " cannot be averaged (the mean of integers is not an integer, and "
+         "gang does not truncate it silently): use GANG_SUM and divide by "
+         "the gang's size, or average a floating type");
   }
   if (is_reduction(args.kind) && !backend_->supports(args.op, args.dtype)) {
     fail(Status::kUnsupported, op_api_name(args.kind), ": the ", backend_name(),

@@ -30,6 +30,35 @@ struct Resolved {
   std::optional<env::Launch> launch;
 };
 
+// A gang with no rank and size from the caller or a launcher: torch's
+// env:// promises both from the environment, so it is refused; otherwise
+// the process becomes rank 0 of 1, which is said once per process, since
+// processes started by hand would each be a job of their own.
+void check_alone(const GangOptions& o) {
+  if (!o.store) {
+    const bool given = !o.init_method.empty();
+    const char* origin = given ? "options.init_method" : "GANG_INIT_METHOD";
+    if (env::is_env_url(given ? o.init_method : env::init_method(), origin)) {
+      fail(Status::kInvalidArgument, "gang_create: ", origin,
+           "=env:// takes the rank and size from the environment, as torch's "
+           "env:// does, but none is set: set RANK and WORLD_SIZE (or "
+           "GANG_RANK and GANG_SIZE), or start it with a launcher (gangrun, "
+           "torchrun)");
+    }
+  }
+  static std::once_flag said;
+  std::call_once(said, [] {
+    GANG_LOG(kWarn,
+             "gang_create: no launcher variables found (GANG_RANK/GANG_SIZE, "
+             "torchrun's RANK/WORLD_SIZE, Open MPI, PMI or SLURM), so this "
+             "process is a gang of 1 rank, on its own. To run N ranks, start "
+             "it with `gangrun --nproc-per-node N`, torchrun, srun or mpirun, "
+             "or set GANG_RANK, GANG_SIZE and GANG_INIT_METHOD in each "
+             "process; set options.rank and options.size (or GANG_RANK=0 "
+             "GANG_SIZE=1) when 1 rank is meant");
+  });
+}
+
 Resolved resolve(const GangOptions& o) {
   Resolved r;
   r.rank = o.rank;
@@ -38,6 +67,7 @@ Resolved resolve(const GangOptions& o) {
     r.launch = env::detect();
     r.rank = r.launch->rank;
     r.size = r.launch->size;
+    if (r.launch->source == "none") check_alone(o);
   } else if (r.rank == -1 || r.size == -1) {
     fail(Status::kInvalidArgument, "gang_create: options.rank is ", o.rank,
          " but options.size is ", o.size, "; set both or neither");

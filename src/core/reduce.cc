@@ -101,13 +101,8 @@ void reduce_bool(void* out, const void* a, const void* b, size_t n,
 template <typename T>
 void divide_native(void* buf, size_t n, int size) {
   T* p = static_cast<T*>(buf);
-  if constexpr (std::is_integral_v<T>) {
-    const T d = static_cast<T>(size);
-    for (size_t i = 0; i < n; ++i) p[i] = static_cast<T>(p[i] / d);
-  } else {
-    const T d = static_cast<T>(size);
-    for (size_t i = 0; i < n; ++i) p[i] = p[i] / d;
-  }
+  const T d = static_cast<T>(size);
+  for (size_t i = 0; i < n; ++i) p[i] = p[i] / d;
 }
 
 template <float (*Widen)(uint16_t), uint16_t (*Narrow)(float)>
@@ -151,18 +146,6 @@ void reduce(void* out, const void* a, const void* b, size_t n, DType dtype,
 
 void finish_avg(void* buf, size_t n, DType dtype, int size) {
   switch (dtype) {
-    case DType::kInt8:
-      return divide_native<int8_t>(buf, n, size);
-    case DType::kUInt8:
-      return divide_native<uint8_t>(buf, n, size);
-    case DType::kInt32:
-      return divide_native<int32_t>(buf, n, size);
-    case DType::kUInt32:
-      return divide_native<uint32_t>(buf, n, size);
-    case DType::kInt64:
-      return divide_native<int64_t>(buf, n, size);
-    case DType::kUInt64:
-      return divide_native<uint64_t>(buf, n, size);
     case DType::kFloat16:
       return divide_half<half_to_float, float_to_half>(buf, n, size);
     case DType::kBFloat16:
@@ -171,10 +154,15 @@ void finish_avg(void* buf, size_t n, DType dtype, int size) {
       return divide_native<float>(buf, n, size);
     case DType::kFloat64:
       return divide_native<double>(buf, n, size);
-    case DType::kBool:  // never averaged (see reducible)
-      return;
+    case DType::kInt8:  // never averaged (see reducible)
+    case DType::kUInt8:
     case DType::kInt16:
-      return divide_native<int16_t>(buf, n, size);
+    case DType::kInt32:
+    case DType::kUInt32:
+    case DType::kInt64:
+    case DType::kUInt64:
+    case DType::kBool:
+      return;
   }
 }
 

@@ -13,8 +13,8 @@ namespace gang::core {
 void reduce(void* out, const void* a, const void* b, size_t n, DType dtype,
             ReduceOp op);
 
-// Turns n sums into averages over `size` ranks: integers divide the wrapped
-// sum, truncating toward zero; floats divide in at least float32.
+// Turns n sums into averages over `size` ranks, dividing in at least
+// float32. Floating types only (see reducible); others are left as they are.
 void finish_avg(void* buf, size_t n, DType dtype, int size);
 
 // out = the op applied over `copies` copies of in (the fake gang's answer for

@@ -45,12 +45,14 @@ const char* missing_master_hint(const std::string& source) {
   return "";
 }
 
-Plan plan_from_launch(const env::Launch& l, int rank, int size) {
-  if (l.source == "none" || l.source == "gang") {
-    fail(Status::kInvalidArgument, "gang_create: a gang of size ", size,
-         " needs a rendezvous: set options.store, options.init_method or "
-         "GANG_INIT_METHOD, or start it with a launcher (gangrun, torchrun, "
-         "srun, mpirun)");
+// The rendezvous at l's master. via: "" for the launch environment's
+// master, else the init method that asked for it ("GANG_INIT_METHOD=env://").
+Plan plan_from_master(const env::Launch& l, int rank, const std::string& via) {
+  if (!via.empty() && (l.master_addr.empty() || l.master_port < 1)) {
+    fail(Status::kInvalidArgument, "gang_create: ", via,
+         " rendezvouses at MASTER_ADDR:MASTER_PORT, as torch's env:// does, "
+         "but ",
+         l.master_addr.empty() ? "MASTER_ADDR" : "MASTER_PORT", " is not set");
   }
   if (l.master_addr.empty() || l.master_port < 1) {
     fail(Status::kInvalidArgument, "gang_create: rank ", l.rank, " of ", l.size,
@@ -65,8 +67,8 @@ Plan plan_from_launch(const env::Launch& l, int rank, int size) {
     // torchrun's agent serves PyTorch's TCPStore there for the whole job;
     // binding the port would fail, and a second server would split the job.
     p.url = "torch://" + where;
-    p.origin =
-        str_cat(l.master_vars, ", where torchrun's agent serves its TCPStore");
+    p.origin = str_cat(l.master_vars, via.empty() ? "" : " for ", via,
+                       ", where torchrun's agent serves its TCPStore");
     return p;
   }
   // Rank 0 serves every interface, as it always did: a launcher's master
@@ -75,9 +77,20 @@ Plan plan_from_launch(const env::Launch& l, int rank, int size) {
   // others connect to the master's address. GANG_STORE_TOKEN secures it.
   p.url = "tcp://" + where;
   p.bind_host = "0.0.0.0";
-  p.origin = str_cat(l.master_vars, " under ", l.source);
+  p.origin = via.empty() ? str_cat(l.master_vars, " under ", l.source)
+                         : str_cat(l.master_vars, " for ", via);
   p.serve = rank == 0;
   return p;
+}
+
+Plan plan_from_launch(const env::Launch& l, int rank, int size) {
+  if (l.source == "none" || l.source == "gang") {
+    fail(Status::kInvalidArgument, "gang_create: a gang of size ", size,
+         " needs a rendezvous: set options.store, options.init_method or "
+         "GANG_INIT_METHOD, or start it with a launcher (gangrun, torchrun, "
+         "srun, mpirun)");
+  }
+  return plan_from_master(l, rank, "");
 }
 
 Plan plan(const std::string& init_method, int rank, int size,
@@ -91,6 +104,11 @@ Plan plan(const std::string& init_method, int rank, int size,
     p.origin = "GANG_INIT_METHOD";
   } else {
     return plan_from_launch(launch ? *launch : env::detect(), rank, size);
+  }
+  if (env::is_env_url(p.url, p.origin.c_str())) {
+    env::Launch master;
+    env::torch_master(&master);
+    return plan_from_master(master, rank, p.origin + "=env://");
   }
   p.serve = rank == 0 && is_tcp(p.url);
   return p;

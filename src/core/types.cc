@@ -49,7 +49,7 @@ size_t dtype_size(DType d) { return info(d).size; }
 const char* dtype_name(DType d) { return info(d).name; }
 bool is_floating(DType d) { return info(d).floating; }
 bool reducible(ReduceOp op, DType d) {
-  return !(d == DType::kBool && op == ReduceOp::kAvg);
+  return op != ReduceOp::kAvg || is_floating(d);
 }
 const char* reduce_op_name(ReduceOp op) {
   return kOpNames[static_cast<size_t>(op)];

@@ -31,8 +31,10 @@ size_t dtype_size(DType dtype);
 const char* dtype_name(DType dtype);
 const char* reduce_op_name(ReduceOp op);
 bool is_floating(DType dtype);
-// Whether `op` means something for `dtype` (every pair but AVG of bool);
-// backends are asked only about these.
+// Whether gang reduces `dtype` with `op`: every pair but AVG of a
+// non-floating type (bool, which has no sum, and the integers, whose mean
+// is not an integer: refused, as torch refuses it, rather than truncated).
+// Backends are asked only about these.
 bool reducible(ReduceOp op, DType dtype);
 
 // IEEE binary16 and bfloat16 <-> float32, rounding to nearest even.

@@ -11,15 +11,16 @@
 #include <vector>
 
 #include "base/error.h"
+#include "base/unique_fd.h"
 #include "launcher/cluster.h"
 #include "launcher/options.h"
 #include "launcher/platform.h"
+#include "launcher/program.h"
 #include "launcher/rank_env.h"
 #include "launcher/signals.h"
 #include "launcher/supervisor.h"
 #include "store/store_options.h"
 #include "store/tcp_server.h"
-#include "base/unique_fd.h"
 
 namespace gang::launcher {
 namespace {
@@ -52,8 +53,15 @@ Outcome launch(const Options& o) {
   const Clock::time_point job_deadline = after(o.timeout_s);
 
   SpawnSpec base;
-  base.path = find_program(o.command.front());
-  base.argv = o.command;
+  Program program = resolve_program(o.command, o.module, o.no_python);
+  if (o.verbose && !program.python_from.empty()) {
+    std::string line;
+    for (const std::string& a : program.argv)
+      line += (line.empty() ? "" : " ") + a;
+    say("running " + line + " (Python from " + program.python_from + ")");
+  }
+  base.path = std::move(program.path);
+  base.argv = std::move(program.argv);
   base::UniqueFd dev_null(::open("/dev/null", O_RDONLY | O_CLOEXEC));
   if (!dev_null.valid()) throw LaunchError("cannot open /dev/null");
   base.stdin_fd = dev_null.get();
@@ -190,6 +198,7 @@ int main(int argc, char** argv) {
     std::fputs(parsed.message.c_str(), to);
     return parsed.exit_code;
   }
+  for (const std::string& note : parsed.notes) say("note: " + note);
   try {
     const Outcome outcome = launch(parsed.options);
     if (outcome.signal != 0) die_by(outcome.signal);

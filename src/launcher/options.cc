@@ -51,6 +51,63 @@ std::string normalize(std::string name) {
   return name;
 }
 
+// torchrun's --nnodes: "N", or "MIN:MAX" for an elastic job, which gangrun
+// does not run; "N:N" is N.
+int parse_nnodes(const std::string& name, const std::string& value) {
+  const size_t colon = value.find(':');
+  if (colon == std::string::npos) return parse_int(name, value, 1, 65536);
+  const int lo = parse_int(name, value.substr(0, colon), 1, 65536);
+  const int hi = parse_int(name, value.substr(colon + 1), 1, 65536);
+  if (lo > hi) {
+    throw UsageError(name + " " + value + ": the minimum is above the maximum");
+  }
+  if (lo < hi) {
+    throw UsageError(name + " " + value +
+                     " is a range of node counts (an elastic job), which "
+                     "gangrun does not run: give one count, as " +
+                     name + " " + std::to_string(hi));
+  }
+  return lo;
+}
+
+// torchrun's --rdzv-endpoint: "HOST", "HOST:PORT", "[V6]" or "[V6]:PORT".
+// A bracketed host keeps its brackets, as --master-addr takes it. Without a
+// port, *port is left as it is.
+void parse_endpoint(const std::string& name, const std::string& value,
+                    std::string* host, int* port) {
+  std::string port_text;
+  bool has_port = false;
+  if (!value.empty() && value[0] == '[') {
+    const size_t close = value.find(']');
+    if (close == std::string::npos ||
+        (close + 1 < value.size() && value[close + 1] != ':')) {
+      throw UsageError(name + " \"" + value + "\" is not HOST[:PORT]");
+    }
+    *host = value.substr(0, close + 1);
+    if (close + 1 < value.size()) {
+      port_text = value.substr(close + 2);
+      has_port = true;
+    }
+  } else {
+    const size_t colon = value.find(':');
+    if (colon != std::string::npos &&
+        value.find(':', colon + 1) != std::string::npos) {
+      throw UsageError(name + " \"" + value +
+                       "\": put an IPv6 address in brackets, as in "
+                       "[::1]:29500");
+    }
+    *host = value.substr(0, colon);
+    if (colon != std::string::npos) {
+      port_text = value.substr(colon + 1);
+      has_port = true;
+    }
+  }
+  if (*host == "" || *host == "[]") {
+    throw UsageError(name + " \"" + value + "\" has no host");
+  }
+  if (has_port) *port = parse_int(name + "'s port", port_text, 0, 65535);
+}
+
 }  // namespace
 
 std::string usage_text() {
@@ -91,9 +148,30 @@ std::string usage_text() {
          "  --grace SECONDS       between SIGTERM and SIGKILL (default 5)\n"
          "  --connect-timeout S   how long nodes > 0 wait for node 0's store\n"
          "                        (default 300)\n"
+         "  -m, --module          program is a Python module: run\n"
+         "                        PYTHON -u -m program args...\n"
+         "  --no-python           run program as it is, even a .py file\n"
          "  -v, --verbose         say what gangrun does\n"
          "  -h, --help            this text\n"
          "  --version             gangrun's version\n"
+         "\n"
+         "A program ending in .py runs as PYTHON -u program args... (unless\n"
+         "it is an executable given with a path or found on PATH), where\n"
+         "PYTHON is $GANG_PYTHON if set, else $VIRTUAL_ENV/bin/python if\n"
+         "VIRTUAL_ENV is set, else python3 on PATH.\n"
+         "\n"
+         "torchrun's spellings, where they mean the same:\n"
+         "  --standalone          one node, the store on a free port of\n"
+         "                        127.0.0.1 (what gangrun does by default)\n"
+         "  --nnodes N:N          N nodes; a range MIN:MAX (an elastic job) "
+         "is\n"
+         "                        refused\n"
+         "  --rdzv-endpoint HOST[:PORT]\n"
+         "                        --master-addr HOST [--master-port PORT]\n"
+         "  --rdzv-backend B      c10d or static: both are gangrun's store\n"
+         "  --rdzv-id ID          ignored (one gangrun per node is one job)\n"
+         "  --max-restarts 0      gangrun does not restart ranks; only 0 is\n"
+         "                        accepted\n"
          "\n"
          "The store takes only clients that present its token, which gangrun\n"
          "hands its ranks in GANG_STORE_TOKEN: GANG_STORE_TOKEN from "
@@ -104,8 +182,8 @@ std::string usage_text() {
          "it the store runs without a token, and gangrun says so. The store's\n"
          "limits come from the GANG_STORE_* variables (see the README).\n"
          "\n"
-         "Options also take the form --name=value, and torchrun's spellings\n"
-         "(--nproc_per_node, ...). Exit status: 0 when every rank exits 0; "
+         "Options also take the form --name=value, and underscores for dashes\n"
+         "(--nproc_per_node). Exit status: 0 when every rank exits 0; "
          "the\n"
          "first failing rank's status (its exit code, or 128+signal); 124 on\n"
          "--timeout; 128+signal when gangrun is interrupted; 1 when gangrun\n"
@@ -117,6 +195,8 @@ ParseResult parse_options(int argc, char** argv) {
   Options& o = result.options;
   bool addr_given = false;
   bool port_given = false;
+  bool endpoint_given = false;
+  bool standalone = false;
   try {
     int i = 1;
     for (; i < argc; ++i) {
@@ -155,7 +235,34 @@ ParseResult parse_options(int argc, char** argv) {
       if (arg == "--nproc-per-node") {
         o.nproc_per_node = parse_int(arg, take(), 1, 65536);
       } else if (arg == "--nnodes") {
-        o.nnodes = parse_int(arg, take(), 1, 65536);
+        o.nnodes = parse_nnodes(arg, take());
+      } else if (arg == "--standalone") {
+        flag(&standalone);
+      } else if (arg == "--rdzv-endpoint") {
+        parse_endpoint(arg, take(), &o.master_addr, &o.master_port);
+        endpoint_given = true;
+      } else if (arg == "--rdzv-backend") {
+        const std::string backend = take();
+        if (backend != "c10d" && backend != "static") {
+          throw UsageError("--rdzv-backend " + backend +
+                           " is not supported: gangrun's store on node 0 is "
+                           "the rendezvous (c10d and static mean that)");
+        }
+      } else if (arg == "--rdzv-id") {
+        const std::string id = take();
+        result.notes.push_back("--rdzv-id " + id +
+                               " is ignored: the gangruns started with the "
+                               "same node 0 address and port form one job");
+      } else if (arg == "--max-restarts") {
+        if (parse_int(arg, take(), 0, 65536) != 0) {
+          throw UsageError(
+              "--max-restarts: gangrun does not restart failed ranks (it "
+              "stops the job); only 0 is accepted");
+        }
+      } else if (arg == "-m" || arg == "--module") {
+        flag(&o.module);
+      } else if (arg == "--no-python") {
+        flag(&o.no_python);
       } else if (arg == "--node-rank") {
         o.node_rank = parse_int(arg, take(), 0, 65535);
       } else if (arg == "--master-addr") {
@@ -190,6 +297,23 @@ ParseResult parse_options(int argc, char** argv) {
     for (; i < argc; ++i) o.command.emplace_back(argv[i]);
 
     if (o.command.empty()) throw UsageError("no program to run");
+    if (o.module && o.no_python) {
+      throw UsageError(
+          "--module runs a Python module, --no-python runs no "
+          "Python: give one of them");
+    }
+    if (endpoint_given && (addr_given || port_given)) {
+      throw UsageError(
+          "--rdzv-endpoint and --master-addr/--master-port both name node "
+          "0's address: give one of them");
+    }
+    addr_given = addr_given || endpoint_given;
+    if (standalone && (o.nnodes > 1 || addr_given || port_given)) {
+      throw UsageError(
+          "--standalone runs one node with its store on a free port of "
+          "127.0.0.1: it takes no --nnodes above 1, --master-addr, "
+          "--master-port or --rdzv-endpoint");
+    }
     if (o.node_rank >= o.nnodes) {
       throw UsageError("--node-rank " + std::to_string(o.node_rank) +
                        " must be less than --nnodes " +
@@ -199,11 +323,14 @@ ParseResult parse_options(int argc, char** argv) {
       throw UsageError("--nnodes times --nproc-per-node is too large");
     }
     if (o.nnodes > 1 && !addr_given) {
-      throw UsageError("--nnodes > 1 needs --master-addr (node 0's address)");
-    }
-    if (o.nnodes > 1 && (!port_given || o.master_port == 0)) {
       throw UsageError(
-          "--nnodes > 1 needs --master-port (a port every node agrees on)");
+          "--nnodes > 1 needs --master-addr or --rdzv-endpoint (node 0's "
+          "address)");
+    }
+    if (o.nnodes > 1 && o.master_port == 0) {
+      throw UsageError(
+          "--nnodes > 1 needs --master-port, or --rdzv-endpoint HOST:PORT (a "
+          "port every node agrees on)");
     }
     if (o.tee && o.log_dir.empty()) o.log_dir = "gangrun-logs";
   } catch (const UsageError& e) {

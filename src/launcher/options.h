@@ -21,18 +21,24 @@ struct Options {
   double grace_s = 5;              // SIGTERM -> SIGKILL
   double connect_timeout_s = 300;  // nodes > 0 waiting for node 0's store
   bool verbose = false;
+  // How command runs (program.h): a Python module (-m), never through
+  // Python (--no-python), or as program.h decides.
+  bool module = false;
+  bool no_python = false;
   std::vector<std::string> command;  // program and its arguments
 
   int world_size() const { return nnodes * nproc_per_node; }
 };
 
 // What parse() found: options to run, or a message to print and an exit
-// code (help and version exit 0, usage errors 2).
+// code (help and version exit 0, usage errors 2). notes: lines to print
+// before running, about options accepted but without effect.
 struct ParseResult {
   bool run = false;
   Options options;
   std::string message;
   int exit_code = 0;
+  std::vector<std::string> notes;
 };
 
 ParseResult parse_options(int argc, char** argv);

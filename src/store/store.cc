@@ -202,6 +202,11 @@ std::shared_ptr<Store> open(const std::string& url, bool is_server,
     if (rest.empty()) fail_url(url, "a memory store needs a name");
     return std::make_shared<MemoryStore>(rest, timeout);
   }
+  if (scheme == "env") {
+    fail_url(url,
+             "env:// is torch's rendezvous at MASTER_ADDR:MASTER_PORT, which "
+             "gang_create takes as an init method; a store needs its address");
+  }
   fail_url(url, str_cat("unknown scheme \"", scheme, "\""));
 }
 

@@ -202,11 +202,7 @@ static double reduced(const config_t* c, size_t j) {
       default: acc += v; break;
     }
   }
-  if (c->op == GANG_AVG) {
-    const int integer = c->dtype <= GANG_UINT64 || c->dtype == GANG_INT16;
-    acc /= g_size;
-    if (integer) acc = trunc(acc);
-  }
+  if (c->op == GANG_AVG) acc /= g_size; /* floating types only */
   return acc;
 }
 
@@ -664,6 +660,14 @@ int main(int argc, char** argv) {
   const double create_first_ms = (created[2] + created[1]) / 1e3;
   if (c.root < 0 || c.root >= g_size) {
     if (g_rank == 0) fprintf(stderr, "gang-bench: root %d is not a rank of %d\n", c.root, g_size);
+    return 2;
+  }
+  if (kColls[c.coll].has_op && !gang_supports(g_gang, c.op, c.dtype)) {
+    if (g_rank == 0) {
+      fprintf(stderr, "gang-bench: the %s backend does not reduce %s with %s%s\n",
+              gang_backend_name(g_gang), dtype_name(c.dtype), kOps[c.op],
+              c.op == GANG_AVG ? " (gang averages floating types only)" : "");
+    }
     return 2;
   }
   es = gang_dtype_size(c.dtype);

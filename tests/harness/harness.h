@@ -150,7 +150,8 @@ size_t ref_dtype_size(gang_dtype_t dt);
 const char* ref_dtype_name(gang_dtype_t dt);
 const char* ref_op_name(gang_op_t op);
 int ref_dtype_is_float(gang_dtype_t dt);
-/* Whether op reduces dt: every pair but AVG of bool (unsupported). */
+/* Whether op reduces dt: every pair but AVG of a type that is not floating
+ * (bool and the integers: GANG_ERR_UNSUPPORTED). */
 int ref_reducible(gang_dtype_t dt, gang_op_t op);
 int ref_dtype_is_signed(gang_dtype_t dt);
 
@@ -173,10 +174,10 @@ double ref_to_double(gang_dtype_t dt, uint64_t bits);
 
 /* One reduction step a op b, rounded to the dtype (floats computed in
  * float32 for 16-bit types and float32, in float64 for float64; integers
- * wrap). AVG steps are SUM steps. */
+ * wrap). AVG steps are SUM steps (floating types only). */
 uint64_t ref_reduce(gang_dtype_t dt, gang_op_t op, uint64_t a, uint64_t b);
-/* The AVG finish: integers divide the wrapped sum by n truncating toward
- * zero, floats divide in float32 (float64) and round. Other ops: identity. */
+/* The AVG finish of a floating type: divides in float32 (float64) and
+ * rounds. Other ops: identity. */
 uint64_t ref_finish(gang_dtype_t dt, gang_op_t op, uint64_t v, int n);
 
 /* Formats bits for messages ("-3", "1.5 (0x3e00)"). */

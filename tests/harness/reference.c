@@ -66,8 +66,9 @@ const char* ref_op_name(gang_op_t op) {
   }
 }
 
+/* AVG is for floating types only: gang refuses it for bool and integers. */
 int ref_reducible(gang_dtype_t dt, gang_op_t op) {
-  return !(dt == GANG_BOOL && op == GANG_AVG);
+  return op != GANG_AVG || ref_dtype_is_float(dt);
 }
 
 int ref_dtype_is_float(gang_dtype_t dt) {
@@ -265,8 +266,7 @@ uint64_t ref_reduce(gang_dtype_t dt, gang_op_t op, uint64_t a, uint64_t b) {
     }
   }
   switch (op) {
-    case GANG_SUM:
-    case GANG_AVG: return (a + b) & mask_of(dt);
+    case GANG_SUM: return (a + b) & mask_of(dt);
     case GANG_PROD: return (a * b) & mask_of(dt);
     case GANG_MIN:
       if (ref_dtype_is_signed(dt)) return as_signed(dt, b) < as_signed(dt, a) ? b : a;
@@ -281,12 +281,7 @@ uint64_t ref_reduce(gang_dtype_t dt, gang_op_t op, uint64_t a, uint64_t b) {
 uint64_t ref_finish(gang_dtype_t dt, gang_op_t op, uint64_t v, int n) {
   if (op != GANG_AVG) return v;
   if (dt == GANG_FLOAT64) return double_bits(bits_double(v) / (double)n);
-  if (ref_dtype_is_float(dt)) return from_float(dt, to_float(dt, v) / (float)n);
-  if (ref_dtype_is_signed(dt)) {
-    /* C division truncates toward zero. */
-    return ref_from_int(dt, as_signed(dt, v) / (int64_t)n);
-  }
-  return v / (uint64_t)n;
+  return from_float(dt, to_float(dt, v) / (float)n); /* floats only */
 }
 
 const char* ref_format(gang_dtype_t dt, uint64_t bits, char* buf,

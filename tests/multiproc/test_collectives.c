@@ -109,10 +109,9 @@ static uint64_t red_input(gang_dtype_t dt, gang_op_t op, int n, int r,
                                   k);
     switch (op) {
       case GANG_SUM:
-      case GANG_AVG:
         if (k % 3 == 0) return ref_from_int(dt, big - 3 * r);      /* wraps up */
         if (k % 3 == 1) return ref_from_int(dt, -big + r);         /* wraps down */
-        return ref_from_int(dt, -(int64_t)(7 * r + (int)k));       /* truncation */
+        return ref_from_int(dt, -(int64_t)(7 * r + (int)k));
       case GANG_PROD:
         if (k % 3 == 0) return ref_from_int(dt, r + 2 + (int)k);
         if (k % 3 == 1) return ref_from_int(dt, -(int64_t)(r + 1) * (int64_t)(k + 5));
@@ -159,9 +158,8 @@ static uint64_t closed_form(gang_dtype_t dt, gang_op_t op, int n) {
     case GANG_PROD: return ref_from_double(dt, (double)fact);
     case GANG_MIN: return ref_from_double(dt, 1);
     case GANG_MAX: return ref_from_double(dt, n);
-    default:
-      if (ref_dtype_is_float(dt)) return ref_from_double(dt, (n + 1) / 2.0);
-      return ref_from_int(dt, (n * (n + 1) / 2) / n);
+    default: /* AVG, of floating types only */
+      return ref_from_double(dt, (n + 1) / 2.0);
   }
 }
 
@@ -175,14 +173,25 @@ static void describe(char* buf, size_t len, const char* coll, gang_dtype_t dt,
 }
 
 /* Every rank checks that every rank's sym_hash equals its own. */
-/* AVG of bool: gang_supports says no and the call fails locally with
- * GANG_ERR_UNSUPPORTED, leaving the gang usable. Returns GANG_OK when so. */
+/* AVG of bool or an integer: gang_supports says no, and every reducing
+ * collective fails locally with GANG_ERR_UNSUPPORTED saying what to use
+ * instead (GANG_SUM), leaving the gang usable. Returns GANG_OK when so. */
 static gang_status_t unreducible(ctx_t* c, gang_dtype_t dt, gang_op_t op) {
-  unsigned char x[4] = {1, 0, 1, 0};
+  uint64_t x[8] = {1, 0, 1, 0}; /* 4 elements of any dtype, or 1 per rank */
+  uint64_t y[8] = {0};
+  size_t counts[4] = {1, 1, 1, 1};
+  gang_status_t s[4];
+  int i;
   if (gang_supports(c->g, op, dt)) return GANG_ERR_INTERNAL;
-  if (gang_all_reduce(c->g, x, x, 4, dt, op, NULL) != GANG_ERR_UNSUPPORTED) {
-    return GANG_ERR_INTERNAL;
+  s[0] = gang_all_reduce(c->g, x, y, 4, dt, op, NULL);
+  s[1] = gang_reduce(c->g, x, y, 4, dt, op, 0, NULL);
+  s[2] = gang_reduce_scatter(c->g, x, y, 1, dt, op, NULL);
+  s[3] = gang_reduce_scatterv(c->g, x, y, counts, (size_t)c->size, dt, op,
+                              NULL);
+  for (i = 0; i < 4; ++i) {
+    if (s[i] != GANG_ERR_UNSUPPORTED) return GANG_ERR_INTERNAL;
   }
+  if (strstr(gang_last_error(), "GANG_SUM") == NULL) return GANG_ERR_INTERNAL;
   c->cases++;
   return GANG_OK;
 }

@@ -2,7 +2,8 @@
  * test_env.c - the launch environment (API.md section 9): gang_env_detect's
  * sources, precedence and checks, SLURM host lists and ports, the
  * gang_env_t size rules, and gang_create driven by the environment alone
- * (rank 0 hosting the store, or joining one a launcher already serves).
+ * (rank 0 hosting the store, or joining one a launcher already serves;
+ * torch's env://; the warning of a process that finds no launcher).
  *
  * Every test starts from an environment cleared of the variables gang reads,
  * and sets what it needs with setenv.
@@ -19,6 +20,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -41,7 +43,7 @@ static const char* const kAllVars[] = {
     "MPI_LOCALRANKID", "MPI_LOCALNRANKS", "PALS_APID", "PMI_PORT",
     "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", "SLURM_NODEID",
     "SLURM_NNODES", "SLURM_STEP_NODELIST", "SLURM_JOB_NODELIST",
-    "SLURM_JOB_ID", "SLURM_STEP_TASKS_PER_NODE"};
+    "SLURM_JOB_ID", "SLURM_STEP_TASKS_PER_NODE", "GANG_LOG_LEVEL"};
 
 static void clear_env(void) {
   size_t i;
@@ -825,6 +827,148 @@ static void test_agent_store_that_is_not_torch(void** state) {
   }
 }
 
+/* ---- torch's env:// ----------------------------------------------------- */
+
+static int rank_env_url(int rank, int size, const char* store_url, void* arg) {
+  char buf[16];
+  gang_env_t e;
+  (void)store_url;
+  clear_env();
+  snprintf(buf, sizeof buf, "%d", rank);
+  setenv("GANG_RANK", buf, 1);
+  snprintf(buf, sizeof buf, "%d", size);
+  setenv("GANG_SIZE", buf, 1);
+  setenv("GANG_INIT_METHOD", "env://", 1);
+  setenv("MASTER_ADDR", "127.0.0.1", 1);
+  setenv("MASTER_PORT", (const char*)arg, 1);
+  setenv("GANG_TIMEOUT_MS", "30000", 1);
+  /* The master env:// names is what gang_env_detect reports. */
+  gang_env_init(&e);
+  CHECK_OK(gang_env_detect(&e));
+  CHECK(strcmp(e.master_addr, "127.0.0.1") == 0, "master %s", e.master_addr);
+  CHECK(e.master_port == atoi((const char*)arg), "port %d", e.master_port);
+  return all_reduce_rank("gang", size);
+}
+
+/* GANG_INIT_METHOD=env:// rendezvouses at MASTER_ADDR:MASTER_PORT, rank 0
+ * serving it, as torch's env:// does. */
+static void test_create_env_url(void** state) {
+  char port[16];
+  (void)state;
+  snprintf(port, sizeof port, "%d", free_port());
+  assert_int_equal(gang_test_run_procs(3, rank_env_url, port, 60), 0);
+}
+
+static void test_env_url_refused(void** state) {
+  gang_store_t* st = NULL;
+  (void)state;
+  /* No rank and size to go with it: torch refuses that too. */
+  setenv("GANG_INIT_METHOD", "env://", 1);
+  expect_create_fails(GANG_ERR_INVALID_ARGUMENT, "GANG_INIT_METHOD=env://",
+                      "RANK and WORLD_SIZE", NULL);
+  /* No master. */
+  setenv("GANG_RANK", "1", 1);
+  setenv("GANG_SIZE", "2", 1);
+  expect_create_fails(GANG_ERR_INVALID_ARGUMENT, "GANG_INIT_METHOD=env://",
+                      "MASTER_ADDR is not set", NULL);
+  setenv("MASTER_ADDR", "127.0.0.1", 1);
+  expect_create_fails(GANG_ERR_INVALID_ARGUMENT, "MASTER_PORT is not set",
+                      NULL);
+  setenv("MASTER_PORT", "70000", 1);
+  expect_create_fails(GANG_ERR_INVALID_ARGUMENT, "MASTER_PORT=70000", NULL);
+  /* torch's query parameters are not read, so they are refused. */
+  setenv("GANG_INIT_METHOD", "env://?rank=1", 1);
+  expect_create_fails(GANG_ERR_INVALID_ARGUMENT, "env://?rank=1",
+                      "\"env://\" alone", NULL);
+  /* A store needs an address. */
+  assert_int_equal(gang_store_create("env://", 0, 1000, &st),
+                   GANG_ERR_INVALID_ARGUMENT);
+  assert_null(st);
+  assert_non_null(strstr(gang_last_error(), "MASTER_ADDR"));
+}
+
+/* ---- a process that finds no launcher ------------------------------------ */
+
+enum alone_case { ALONE_DEFAULT, ALONE_EXPLICIT, ALONE_GANG_1, ALONE_TORCH_1 };
+
+/* The child of warnings_of, a fresh process (the warning is once per
+ * process, and this one has made gangs already): `times` gang_creates. */
+static int alone_main(enum alone_case c, int times) {
+  int i;
+  clear_env();
+  if (c == ALONE_GANG_1) {
+    setenv("GANG_RANK", "0", 1);
+    setenv("GANG_SIZE", "1", 1);
+  } else if (c == ALONE_TORCH_1) {
+    setenv("RANK", "0", 1);
+    setenv("WORLD_SIZE", "1", 1);
+  }
+  for (i = 0; i < times; ++i) {
+    gang_options_t o;
+    gang_t* g = NULL;
+    gang_options_init(&o);
+    if (c == ALONE_EXPLICIT) {
+      o.rank = 0;
+      o.size = 1;
+    }
+    if (gang_create(&o, &g) != GANG_OK || gang_size(g) != 1) return 2;
+    gang_destroy(g);
+  }
+  return 0;
+}
+
+/* Runs alone_main(c, times) in a new process whose stderr goes to a file,
+ * with the default log level; returns how many lines of that stderr say the
+ * process found no launcher, or -1 if the child failed. */
+static int warnings_of(enum alone_case c, int times) {
+  char path[] = "/tmp/gang-test-env-XXXXXX";
+  const int fd = mkstemp(path);
+  int status = 0, lines = 0;
+  char line[2048];
+  FILE* f;
+  pid_t pid;
+  assert_true(fd >= 0);
+  fflush(NULL);
+  pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    char a[16], b[16];
+    snprintf(a, sizeof a, "%d", (int)c);
+    snprintf(b, sizeof b, "%d", times);
+    dup2(fd, 2);
+    execl("/proc/self/exe", "test_env", "--alone", a, b, (char*)NULL);
+    _exit(3);
+  }
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+  f = fdopen(fd, "r");
+  assert_non_null(f);
+  rewind(f);
+  while (fgets(line, sizeof line, f) != NULL) {
+    if (strstr(line, "warn") == NULL) continue;
+    if (strstr(line, "no launcher variables found") == NULL) continue;
+    assert_non_null(strstr(line, "gang of 1 rank"));
+    assert_non_null(strstr(line, "gangrun --nproc-per-node N"));
+    assert_non_null(strstr(line, "torchrun"));
+    assert_non_null(strstr(line, "GANG_RANK, GANG_SIZE and GANG_INIT_METHOD"));
+    ++lines;
+  }
+  fclose(f);
+  unlink(path);
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? lines : -1;
+}
+
+/* A gang that is 1 rank only because no launcher variable was found says
+ * so, at warning level (shown by default), once per process; a size the
+ * caller or the environment gives says nothing. */
+static void test_alone_warns_once(void** state) {
+  (void)state;
+  assert_int_equal(warnings_of(ALONE_DEFAULT, 1), 1);
+  assert_int_equal(warnings_of(ALONE_DEFAULT, 3), 1);
+  assert_int_equal(warnings_of(ALONE_EXPLICIT, 2), 0);
+  assert_int_equal(warnings_of(ALONE_GANG_1, 2), 0);
+  assert_int_equal(warnings_of(ALONE_TORCH_1, 2), 0);
+}
+
 /* GANG_DEBUG takes "detail", "off" or nothing; a typo is an error naming
  * the variable and the value, not silence. */
 static void test_debug_variable(void** state) {
@@ -858,7 +1002,7 @@ static void test_debug_variable(void** state) {
   unsetenv("GANG_DEBUG");
 }
 
-int main(void) {
+int main(int argc, char** argv) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup(test_none, setup),
       cmocka_unit_test_setup(test_source_tables, setup),
@@ -877,7 +1021,13 @@ int main(void) {
       cmocka_unit_test_setup(test_create_port_served_by_something_else, setup),
       cmocka_unit_test_setup(test_create_wrong_master, setup),
       cmocka_unit_test_setup(test_agent_store_that_is_not_torch, setup),
+      cmocka_unit_test_setup(test_create_env_url, setup),
+      cmocka_unit_test_setup(test_env_url_refused, setup),
+      cmocka_unit_test_setup(test_alone_warns_once, setup),
       cmocka_unit_test_setup(test_debug_variable, setup),
   };
+  if (argc == 4 && strcmp(argv[1], "--alone") == 0) {
+    return alone_main((enum alone_case)atoi(argv[2]), atoi(argv[3]));
+  }
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -184,8 +184,13 @@ static void test_all_reduce(void** s) {
     assert_int_equal(y, 81);
     assert_int_equal(gang_all_reduce(g, &x, &y, 1, GANG_INT32, GANG_MIN, NULL), GANG_OK);
     assert_int_equal(y, 3);
-    assert_int_equal(gang_all_reduce(g, &x, &y, 1, GANG_INT32, GANG_AVG, NULL), GANG_OK);
-    assert_int_equal(y, 3);
+    /* No integer mean: refused as torch refuses it, never truncated. */
+    assert_int_equal(gang_all_reduce(g, &x, &y, 1, GANG_INT32, GANG_AVG, NULL),
+                     GANG_ERR_UNSUPPORTED);
+    assert_non_null(strstr(gang_last_error(), "GANG_SUM and divide"));
+    assert_int_equal(gang_supports(g, GANG_AVG, GANG_INT32), 0);
+    assert_int_equal(gang_all_reduce(g, &f, &fy, 1, GANG_FLOAT32, GANG_AVG, NULL), GANG_OK);
+    assert_true(fy == 1.5f);
     assert_int_equal(gang_all_reduce(g, &f, &fy, 1, GANG_FLOAT32, GANG_PROD, NULL), GANG_OK);
     assert_true(fy == 5.0625f);
     assert_int_equal(gang_destroy(g), GANG_OK);

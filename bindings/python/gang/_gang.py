@@ -23,7 +23,10 @@ capi.install_interrupt(threading.main_thread().ident)
 
 
 class ReduceOperation(enum.IntEnum):
-    """Reductions (gang_op_t). MEAN is also spelled AVG."""
+    """Reductions (gang_op_t). MEAN is also spelled AVG; it averages floating
+    types only: MEAN of integers or bool raises GangError (status
+    GANG_ERR_UNSUPPORTED, as torch refuses it) rather than truncating; use
+    SUM and divide."""
 
     SUM = capi.GANG_SUM
     MEAN = capi.GANG_AVG

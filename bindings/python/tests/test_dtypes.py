@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import gang
-from gang import DType
+from gang import DType, capi
 from gang import ReduceOperation as Op
 from multirank import run_ranks
 
@@ -94,6 +94,25 @@ def test_bool_reduces_as_or_and_and():
             g.all_reduce(x, Op.MEAN)
 
 
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int16, np.int32, np.uint32,
+                                   np.int64, np.uint64])
+def test_integer_mean_refused(dtype):
+    # torch refuses an integer mean too: SUM and divide says what is meant.
+    x = np.arange(4, dtype=dtype)
+    with gang.FakeGang(rank=1, size=2) as g:
+        assert not g.supports(Op.MEAN, dtype) and g.supports(Op.SUM, dtype)
+        for call in (lambda: g.all_reduce(x, Op.MEAN), lambda: g.reduce(x, "mean"),
+                     lambda: g.reduce_scatter(x, Op.AVG),
+                     lambda: g.reduce_scatterv(x, [1, 3], Op.MEAN)):
+            with pytest.raises(gang.GangError, match="cannot be averaged.*GANG_SUM and divide") \
+                    as info:
+                call()
+            assert info.value.status == capi.GANG_ERR_UNSUPPORTED
+        np.testing.assert_array_equal(x, np.arange(4))
+        g.all_reduce(x, Op.SUM)  # the gang is still usable
+        np.testing.assert_array_equal(x, np.arange(4) * 2)
+
+
 def _float16_bfloat16():
     with gang.create() as g:
         r, n = g.rank, g.size
@@ -115,13 +134,15 @@ def _float16_bfloat16():
         # gathers keep the bits
         parts = g.all_gather_to_list(to_bf16_bits([r + 0.5]), dtype="bfloat16")
         assert [float(from_bf16_bits(p)[0]) for p in parts] == [p + 0.5 for p in range(n)]
-        # integers wrap; integer MEAN truncates toward zero
+        # integers wrap; there is no integer MEAN (refused before any traffic)
         x = np.full(2, 100, dtype=np.int8)
         g.all_reduce(x)
         np.testing.assert_array_equal(x, np.int8(np.int64(100 * n).astype(np.int8)))
         x = np.array([-1 if r == 0 else 0], dtype=np.int32)
-        g.all_reduce(x, Op.MEAN)
-        assert x[0] == 0
+        with pytest.raises(gang.GangError, match="int32 cannot be averaged") as info:
+            g.all_reduce(x, Op.MEAN)
+        assert info.value.status == capi.GANG_ERR_UNSUPPORTED
+        assert x[0] == (-1 if r == 0 else 0)
         x = np.array([2**63 + r], dtype=np.uint64)
         g.all_reduce(x, Op.MAX)
         assert int(x[0]) == 2**63 + n - 1

@@ -414,10 +414,11 @@ void destroy(void* backend) {
 }
 
 // NCCL reduces no int16; bool reduces as uint8 with max ("or") and min
-// ("and"), never averaged.
+// ("and"). Only floating types are averaged, as gang's core decides.
 int supports(void*, gang_op_t op, gang_dtype_t dtype) {
   if (op < GANG_SUM || op > GANG_AVG) return 0;
-  if (dtype == GANG_BOOL) return op != GANG_AVG;
+  if (op == GANG_AVG) return dtype >= GANG_FLOAT16 && dtype <= GANG_FLOAT64;
+  if (dtype == GANG_BOOL) return 1;
   return dtype >= GANG_INT8 && dtype <= GANG_FLOAT64;
 }
 
