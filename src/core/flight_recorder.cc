@@ -1,6 +1,9 @@
 #include "core/flight_recorder.h"
 
+#include <sys/stat.h>
 #include <sys/time.h>
+
+#include <cerrno>
 
 #include <chrono>
 #include <ctime>
@@ -92,6 +95,12 @@ void FlightRecorder::ended(uint64_t id, Status status) {
 void FlightRecorder::dump(const std::string& why) const {
   std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen(path_.c_str(), "a"),
                                           std::fclose);
+  const size_t slash = path_.rfind('/');
+  if (!f && errno == ENOENT && slash != std::string::npos && slash > 0) {
+    // The directory is made by the first dump (gangrun names one per job).
+    ::mkdir(path_.substr(0, slash).c_str(), 0755);
+    f.reset(std::fopen(path_.c_str(), "a"));
+  }
   if (!f) return;
   const auto now = Clock::now();
   auto ms = [](Clock::duration d) {

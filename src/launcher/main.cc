@@ -146,6 +146,16 @@ Outcome launch(const Options& o) {
         "; MASTER_PORT=" + std::to_string(job.torch_port));
   }
 
+  // Every rank records its recent operations, for gang-trace: in the
+  // user's GANG_FLIGHT_RECORDER, else in a directory of this job's, made by
+  // the first dump (a failure, or SIGUSR2 to gangrun).
+  const char* recorder = std::getenv("GANG_FLIGHT_RECORDER");
+  if (recorder == nullptr || *recorder == '\0') {
+    const std::string dir = o.log_dir.empty()
+                                ? "/tmp/gangrun-" + std::to_string(::getpid())
+                                : o.log_dir;
+    job.flight_recorder = dir + "/flight-%r.txt";
+  }
   const std::vector<std::string> env = current_environment();
   std::vector<SpawnSpec> specs;
   for (int i = 0; i < o.nproc_per_node; ++i) {
@@ -153,7 +163,9 @@ Outcome launch(const Options& o) {
     spec.env = rank_environment(env, o, job, i);
     specs.push_back(std::move(spec));
   }
-  Supervisor supervisor(o, signals, cluster.get(), job_deadline);
+  Supervisor supervisor(o, signals, cluster.get(), job_deadline,
+                        job.flight_recorder.empty() ? std::string(recorder)
+                                                    : job.flight_recorder);
   Outcome outcome;
   outcome.exit_code = supervisor.run(specs);
   outcome.signal = supervisor.stop_signal();

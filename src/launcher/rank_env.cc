@@ -45,6 +45,9 @@ std::vector<std::pair<std::string, std::string>> launch_variables(
   };
   // In the environment rather than the url, so that a program that prints
   // GANG_INIT_METHOD does not print the secret.
+  if (!job.flight_recorder.empty()) {
+    vars.emplace_back("GANG_FLIGHT_RECORDER", job.flight_recorder);
+  }
   if (!job.store_token.empty()) {
     vars.emplace_back("GANG_STORE_TOKEN", job.store_token);
   }

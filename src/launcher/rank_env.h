@@ -14,13 +14,18 @@ struct JobLayout {
   int store_port = 0;       // gang's store, hosted by gangrun on node 0
   int torch_port = 0;       // MASTER_PORT: free, left for the program to bind
   std::string store_token;  // GANG_STORE_TOKEN for the ranks; "": none
+  // GANG_FLIGHT_RECORDER for the ranks, unless the environment sets one:
+  // where each rank dumps its recent operations (on failure, or on
+  // SIGUSR2 to gangrun); "": none.
+  std::string flight_recorder;
 };
 
 // tcp://host:port, an IPv6 address in brackets.
 std::string tcp_url(const std::string& host, int port);
 
 // The variables gangrun sets for local rank `local_rank`, in a fixed order
-// (GANG_STORE_TOKEN last, and only when the job has a token).
+// (GANG_FLIGHT_RECORDER and GANG_STORE_TOKEN last, each only when the job
+// has one).
 std::vector<std::pair<std::string, std::string>> launch_variables(
     const Options& o, const JobLayout& job, int local_rank);
 

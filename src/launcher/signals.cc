@@ -51,6 +51,7 @@ SignalFd::SignalFd() {
     if (!ignored(sig)) sigaddset(&handled, sig);
   }
   sigaddset(&handled, SIGCHLD);
+  sigaddset(&handled, SIGUSR2);  // asks every rank for a flight-recorder dump
   sigset_t blocked = handled;
   sigaddset(&blocked, SIGPIPE);
   if (::pthread_sigmask(SIG_BLOCK, &blocked, &old_mask_) != 0) {
@@ -88,7 +89,7 @@ int SignalFd::wait_terminating(int timeout_ms) {
   const auto end = Clock::now() + std::chrono::milliseconds(timeout_ms);
   for (;;) {
     for (const int sig : drain()) {
-      if (sig != SIGCHLD) return sig;
+      if (sig != SIGCHLD && sig != SIGUSR2) return sig;
     }
     const int left = millis_until(end);
     if (left == 0) return 0;

@@ -12,7 +12,7 @@ namespace gang::launcher {
 
 class SignalFd {
  public:
-  // Blocks SIGINT, SIGTERM, SIGCHLD and SIGPIPE (so a closed stdout is an
+  // Blocks SIGINT, SIGTERM, SIGCHLD, SIGUSR2 and SIGPIPE (so a closed stdout is an
   // EPIPE, not a death), plus SIGHUP and SIGQUIT unless they were ignored
   // (nohup), in this thread and every thread started later. Call it before
   // any thread starts. SIGINT and SIGTERM are handled even when gangrun was
@@ -29,8 +29,8 @@ class SignalFd {
   // The signals that arrived since the last call, without waiting.
   std::vector<int> drain();
 
-  // Waits up to timeout_ms for a terminating signal (not SIGCHLD); returns it
-  // or 0.
+  // Waits up to timeout_ms for a terminating signal (not SIGCHLD or
+  // SIGUSR2); returns it or 0.
   int wait_terminating(int timeout_ms);
 
   // The mask a child must start from: nothing blocked. Safe to use between

@@ -1,5 +1,8 @@
 #include "launcher/supervisor.h"
 
+#include <signal.h>
+#include <sys/stat.h>
+
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -36,11 +39,36 @@ std::string plural(size_t n, const char* one) {
 }  // namespace
 
 Supervisor::Supervisor(const Options& o, SignalFd& signals, Cluster* cluster,
-                       Clock::time_point job_deadline)
+                       Clock::time_point job_deadline, std::string flight_recorder)
     : options_(o),
       signals_(signals),
       cluster_(cluster),
-      job_deadline_(job_deadline) {}
+      job_deadline_(job_deadline) {
+  const size_t slash = flight_recorder.rfind('/');
+  if (!flight_recorder.empty()) {
+    flight_dir_ = slash == std::string::npos ? "." : flight_recorder.substr(0, slash);
+  }
+}
+
+void Supervisor::ask_for_dumps() {
+  size_t asked = 0;
+  for (Rank& r : ranks_) {
+    if (!r.child.running()) continue;
+    r.child.signal(SIGURG);  // its group: a wrapper's child too
+    ++asked;
+  }
+  say("received SIGUSR2: asked " + plural(asked, "rank") +
+      " for their recent operations (SIGURG)" +
+      (flight_dir_.empty() ? std::string("; GANG_FLIGHT_RECORDER is unset, so "
+                                         "they have none")
+                           : "; read them with: gang-trace " + flight_dir_));
+}
+
+std::string Supervisor::trace_hint() const {
+  struct stat st {};
+  if (flight_dir_.empty() || ::stat(flight_dir_.c_str(), &st) != 0) return "";
+  return "; the ranks' recent operations: gang-trace " + flight_dir_;
+}
 
 void Supervisor::say(const std::string& line) {
   stderr_.write("gangrun: " + line + "\n");
@@ -141,6 +169,10 @@ void Supervisor::kill_all(const std::string& why) {
 
 void Supervisor::on_signal(int sig) {
   if (sig == SIGCHLD) return;
+  if (sig == SIGUSR2) {
+    ask_for_dumps();
+    return;
+  }
   if (local_done_) {
     // Node 0 waiting for the other nodes: stop waiting.
     if (!waiting_done_) {
@@ -220,7 +252,7 @@ void Supervisor::reap() {
       if (n > 0 && !options_.verbose) {
         say("stopping the other " + plural(n, "rank") +
             " (SIGTERM, SIGKILL after " + format_seconds(options_.grace_s) +
-            " s)");
+            " s)" + trace_hint());
       }
     } else if (options_.verbose) {
       say(line);

@@ -21,8 +21,11 @@ class Supervisor {
  public:
   // cluster: nullptr for a one-node job. job_deadline: when --timeout ends
   // the job (Clock::time_point::max() for never).
+  // flight_recorder: the ranks' GANG_FLIGHT_RECORDER ("" for none), whose
+  // directory gangrun names when it asks for dumps (SIGUSR2) and when a
+  // rank fails.
   Supervisor(const Options& o, SignalFd& signals, Cluster* cluster,
-             Clock::time_point job_deadline);
+             Clock::time_point job_deadline, std::string flight_recorder);
 
   // Runs specs[i] as local rank i until every rank has ended (and, on node 0
   // of a multi-node job, every other node has finished). Returns gangrun's
@@ -49,6 +52,10 @@ class Supervisor {
   void loop();
   int poll_timeout() const;
   void on_signal(int sig);
+  // SIGUSR2: every running rank gets SIGURG and dumps its flight recorder.
+  void ask_for_dumps();
+  // "; read them with gang-trace DIR" when the ranks' dumps are there.
+  std::string trace_hint() const;
   void on_cluster();
   void check_waiting();
   void reap();
@@ -72,6 +79,7 @@ class Supervisor {
   Sink stdout_{1};
   Sink stderr_{2};
   std::vector<Rank> ranks_;
+  std::string flight_dir_;  // the directory of the ranks' dumps, or ""
 
   Reason reason_ = Reason::kNone;
   int exit_code_ = 0;

@@ -204,10 +204,69 @@ static void test_behind_warned_and_traced(void** s) {
   run_behind("gloo");
 }
 
+/* ---- a failed attach reaches every rank -------------------------------- */
+
+/* Rank 2 runs as another user, so it cannot open rank 0's shm segment:
+ * every rank's gang_create fails within a second, naming rank 2. */
+static int attach_fails(int rank, int size, const char* url, void* arg) {
+  gang_store_t* store = NULL;
+  gang_options_t o;
+  gang_t* g = NULL;
+  gang_status_t s;
+  int64_t t0, ms;
+  (void)arg;
+  if (rank == 2) {
+    CHECK(setgid(65534) == 0 && setuid(65534) == 0, "cannot become nobody");
+  }
+  CHECK_OK(gang_store_create(url, 0, 30000, &store));
+  gang_options_init(&o);
+  o.backend = "shm";
+  o.rank = rank;
+  o.size = size;
+  o.store = store;
+  o.timeout_ms = 20000;
+  t0 = gang_test_now_ms();
+  s = gang_create(&o, &g);
+  ms = gang_test_now_ms() - t0;
+  snprintf(shared_text(rank), MSG_BYTES, "%s (%lld ms): %s", gang_status_name(s),
+           (long long)ms, s == GANG_OK ? "" : gang_last_error());
+  CHECK(s != GANG_OK, "gang_create succeeded");
+  if (g) gang_destroy(g);
+  gang_store_destroy(store);
+  return 0;
+}
+
+static void test_failed_attach_reaches_all(void** s) {
+  gang_test_opts_t o;
+  int r;
+  (void)s;
+  if (geteuid() != 0) {
+    skip(); /* needs root to run a rank as another user */
+    return;
+  }
+  setenv("GANG_STORE_ALLOW_USERS", "any", 1); /* the store lets nobody in */
+  gang_test_opts_init(&o);
+  o.size = 3;
+  o.plain_fn = attach_fails;
+  o.wall_timeout_s = 60;
+  assert_int_equal(gang_test_run(&o), 0);
+  unsetenv("GANG_STORE_ALLOW_USERS");
+  for (r = 0; r < 3; ++r) {
+    const char* m = shared_text(r);
+    long long ms = 0;
+    printf("failed attach: rank %d: %s\n", r, m);
+    if (sscanf(strchr(m, '(') + 1, "%lld", &ms) != 1 || ms > 1000) {
+      fail_msg("rank %d took too long: %s", r, m);
+    }
+    if (!strstr(m, "rank 2")) fail_msg("rank %d's error names no rank 2: %s", r, m);
+  }
+}
+
 int main(int argc, char** argv) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_stopped_rank_named),
       cmocka_unit_test(test_behind_warned_and_traced),
+      cmocka_unit_test(test_failed_attach_reaches_all),
   };
   int rc;
   if (argc < 2) {

@@ -106,9 +106,20 @@ std::unique_ptr<Segment> Segment::open(store::Store& store, int rank, int size,
     return attach(store, rank, size, slot_bytes, deadline);
   } catch (const Error& e) {
     // A peer's failure (kPeerLost) came through the store already.
-    if (e.status() != Status::kPeerLost && e.status() != Status::kTimeout) {
-      tell_attach_failed(store, rank, e.what());
+    if (e.status() == Status::kPeerLost || e.status() == Status::kTimeout) throw;
+    // A rank that failed first may be why this one did (rank 0 gave up and
+    // closed the segment's file): report that failure, the cause.
+    if (rank != 0) {
+      std::string first;
+      try {
+        first = text(store.get("all-attached", Millis(1)));
+      } catch (const Error&) {
+      }
+      if (!first.empty() && first[0] == '!') {
+        fail(Status::kPeerLost, "shm: another rank cannot attach: ", first.substr(1));
+      }
     }
+    tell_attach_failed(store, rank, e.what());
     throw;
   }
 }

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Dumps on request: SIGUSR2 to gangrun makes every rank of a running job
+# write its recent operations to the job's flight-recorder directory, which
+# gangrun names; gang-trace reads them and names the rank that is behind.
+#   test_dump.sh GANGRUN GANG_TRACE PYTHONPATH DEMO
+GANGRUN=$1
+TRACE=$2
+export PYTHONPATH=$3
+DEMO=$4
+. "$(dirname "$0")/lib.sh"
+
+/usr/bin/python3 -c 'import numpy, gang' 2>/dev/null ||
+  skip "/usr/bin/python3 cannot import numpy and gang from $PYTHONPATH"
+
+unset GANG_FLIGHT_RECORDER
+export HANG_DEMO_SECONDS=8
+"$GANGRUN" --nproc-per-node 4 -- /usr/bin/python3 "$DEMO" \
+  >"$TMP/out" 2>"$TMP/err" &
+PID=$!
+for _ in $(seq 200); do
+  [ "$(grep -c 'after 3 all-reduces' "$TMP/out")" -eq 4 ] && break
+  sleep 0.1
+done
+[ "$(grep -c 'after 3 all-reduces' "$TMP/out")" -eq 4 ] ||
+  fail "the ranks did not reach their fourth all-reduce"
+sleep 1
+kill -USR2 "$PID"
+sleep 1
+line=$(grep 'received SIGUSR2' "$TMP/err") || { cat "$TMP/err" >&2; fail "no SIGUSR2 line"; }
+note "$line"
+dir=${line##*gang-trace }
+[ "$dir" = "/tmp/gangrun-$PID" ] || fail "dumps in '$dir', expected /tmp/gangrun-$PID"
+"$TRACE" "$dir" >"$TMP/report"
+rc=$?
+cat "$TMP/report" >&2
+rm -rf "$dir"
+[ "$rc" -eq 1 ] || fail "gang-trace exited $rc, not 1 (a rank is behind)"
+grep -q 'rank 2: idle after gang_all_reduce #3' "$TMP/report" || fail "rank 2 not idle after #3"
+grep -q 'BEHIND by 1' "$TMP/report" || fail "nobody is behind by 1"
+grep -q 'rank 0: in gang_all_reduce #4' "$TMP/report" || fail "rank 0 not in #4"
+wait "$PID" || fail "the job failed after the dump: $(cat "$TMP/err")"
+echo "PASS"
