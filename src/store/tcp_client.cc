@@ -67,8 +67,8 @@ void TcpStore::check_server_user() {
     std::this_thread::sleep_for(Millis(1));
     owner = peer_owner(fd.get());
   }
-  // Another machine, or one that cannot be told: the server checks us, and
-  // its warning covers the rest.
+  // Another machine, or one that cannot be told: nothing to go by (a
+  // tokenless store that other machines reach warned as it started).
   if (owner.kind == SocketOwner::kFound && owner.uid != ::geteuid() &&
       std::find(allowed.uids.begin(), allowed.uids.end(), owner.uid) ==
           allowed.uids.end()) {
