@@ -261,8 +261,9 @@ static int job_rank(int rank, const plan_t* p) {
   gang_status_t st;
   char url[64];
   int saved_stderr = -1;
-  int64_t t0, sum = 0;
-  int rc = 0;
+  int64_t t0, elapsed, sum = 0;
+  int rc = 0, lines = 0;
+  char e[2048];
   if (p->rank_env != NULL) putenv((char*)p->rank_env);
   gang_options_init(&o);
   o.backend = "gloo";
@@ -298,39 +299,41 @@ static int job_rank(int rank, const plan_t* p) {
 
   t0 = gang_test_now_ms();
   st = gang_create(&o, &g);
+  elapsed = gang_test_now_ms() - t0;
+  snprintf(e, sizeof e, "%s", gang_last_error());
   if (st == GANG_OK) {
     rc = sum_all(g, rank, &sum);
     gang_destroy(g);
   }
+  __sync_fetch_and_add(&shared[SLOT_DONE], 1);
+  if (rank == 0) {
+    /* Served until every rank is done with it; then stderr is ours again
+     * (for the checks below too). */
+    const int64_t end = gang_test_now_ms() + p->timeout_ms;
+    while (shared[SLOT_DONE] < RANKS && gang_test_now_ms() < end) gang_test_sleep_ms(5);
+    gang_store_destroy(server);
+    lines = store_log_lines(p, saved_stderr,
+                            p->stranger >= 0 && p->refused ? "uid 65534" : NULL);
+  }
   if (rank == p->stranger && p->refused) {
-    const char* e = gang_last_error();
     CHECK(st == GANG_ERR_STORE, "another user's rank got %s (sum %lld)",
           gang_status_name(st), (long long)sum);
     CHECK(strstr(e, "another user") != NULL && strstr(e, "GANG_STORE_TOKEN") != NULL &&
               strstr(e, "GANG_STORE_ALLOW_USERS") != NULL,
           "the refusal does not say whose store it is and how to share it: %s", e);
-    CHECK(gang_test_now_ms() - t0 < p->timeout_ms / 2,
-          "the refusal took %lld ms", (long long)(gang_test_now_ms() - t0));
+    CHECK(elapsed < p->timeout_ms / 2, "the refusal took %lld ms", (long long)elapsed);
     fprintf(stderr, "[rank %d] refused as expected: %s\n", rank, e);
   } else if (p->stranger >= 0 && p->refused) {
     /* The rank that never came: an error, never a result. */
-    CHECK(st != GANG_OK, "the job was made without its rank %d (sum %lld)",
+    CHECK(st != GANG_OK, "the job was made with another user's process as rank %d (sum %lld)",
           p->stranger, (long long)sum);
   } else {
-    CHECK_OK(st);
+    CHECK(st == GANG_OK, "gang_create: %s: %s", gang_status_name(st), e);
     CHECK(rc == 0, "the all-reduce failed");
     CHECK(sum == RANKS * (RANKS + 1) / 2, "sum %lld, expected %d", (long long)sum,
           RANKS * (RANKS + 1) / 2);
   }
-  __sync_fetch_and_add(&shared[SLOT_DONE], 1);
   if (rank == 0) {
-    int lines;
-    const int64_t end = gang_test_now_ms() + p->timeout_ms;
-    /* Served until every rank is done with it. */
-    while (shared[SLOT_DONE] < RANKS && gang_test_now_ms() < end) gang_test_sleep_ms(5);
-    gang_store_destroy(server);
-    lines = store_log_lines(p, saved_stderr,
-                            p->stranger >= 0 && p->refused ? "uid 65534" : NULL);
     CHECK(lines != -2, "the store's log does not name the refused uid");
     CHECK(lines >= 0 && lines <= 12, "the store logged %d lines", lines);
   }
