@@ -102,11 +102,14 @@ SocketOwner not_local() {
 
 // A socket that is not (or no longer) established does not vouch for
 // anyone: a peer that closed at once leaves a lingering socket the kernel
-// reports as owned by uid 0.
+// reports as owned by uid 0, and so is one still being accepted.
 SocketOwner found(int state, uid_t uid) {
   if (state != kEstablished) {
-    return unknown(str_cat("the peer's socket is in TCP state ", state,
-                           ", no longer connected"));
+    SocketOwner o;
+    o.kind = SocketOwner::kNotEstablished;
+    o.why =
+        str_cat("the peer's socket is in TCP state ", state, ", not connected");
+    return o;
   }
   SocketOwner o;
   o.kind = SocketOwner::kFound;

@@ -19,10 +19,12 @@ namespace gang::store {
 
 struct SocketOwner {
   enum Kind {
-    kFound,     // uid is the owner of the peer's socket
-    kNotLocal,  // no socket of this host is the peer: another machine (or
-                // another network namespace)
-    kUnknown,   // the kernel could not be asked; `why` says what failed
+    kFound,           // uid is the owner of the peer's socket
+    kNotLocal,        // no socket of this host is the peer: another machine (or
+                      // another network namespace)
+    kNotEstablished,  // the peer's socket is not (yet, or any more)
+                      // connected, so its owner proves nothing; `why`
+    kUnknown,         // the kernel could not be asked; `why` says what failed
   } kind = kUnknown;
   uid_t uid = 0;
   std::string why;

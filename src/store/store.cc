@@ -228,10 +228,13 @@ std::shared_ptr<Store> serve_or_join(const std::string& url, Millis timeout,
   } catch (const PortInUse&) {
     // Someone serves the port already: a launcher that hosts the store
     // (gangrun), or an earlier gang_store_create in this job. The client's
-    // PING tells whether it is a gang store at all.
+    // PING tells whether it is a gang store at all; without a token, the
+    // user who serves it tells whether it can be the job's.
     if (served) *served = false;
-    return std::make_shared<TcpStore>(std::move(t.host), t.port, timeout,
-                                      token);
+    auto client =
+        std::make_shared<TcpStore>(std::move(t.host), t.port, timeout, token);
+    client->check_server_user();
+    return client;
   }
   if (served) *served = true;
   const int bound = server->port();

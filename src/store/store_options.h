@@ -20,8 +20,10 @@
 //                                  (default 30000)
 //   GANG_STORE_ALLOW_USERS         without a token: the users besides the
 //                                  server's own whose local processes may
-//                                  connect, as names or uids separated by
-//                                  commas, or "any" for every user
+//                                  connect (and, for rank 0 finding its
+//                                  port taken, whose server it joins), as
+//                                  names or uids separated by commas, or
+//                                  "any" for every user
 //
 // The key and value limits may only be lowered: 4096 bytes and 1 GiB are
 // also the wire protocol's limits.
@@ -118,6 +120,11 @@ std::string random_token();
 //
 // Peers on other machines cannot be checked; a server that other machines
 // can reach and that has no token says so when it starts.
+//
+// A process that meant to serve a port without a token and found it taken
+// (rank 0 of a tcp:// rendezvous) checks the server there the same way:
+// another user's is not the job's store but one that took the port first,
+// and is refused unless allowed here.
 struct AllowedUsers {
   bool any = false;         // no check at all
   std::vector<uid_t> uids;  // besides the server's own (geteuid())

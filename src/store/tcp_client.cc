@@ -1,10 +1,14 @@
 #include "store/tcp_client.h"
 
 #include <sys/uio.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <thread>
 #include <utility>
 
 #include "base/error.h"
+#include "store/socket_owner.h"
 #include "store/store_util.h"
 
 namespace gang::store {
@@ -47,6 +51,40 @@ UniqueFd TcpStore::take_connection(const Deadline& deadline, bool* fresh) {
          timeout().count(), " ms: ", error);
   }
   return fd;
+}
+
+void TcpStore::check_server_user() {
+  // A token proves the server is the job's; so does serving it ourselves.
+  if (!token_.empty() || server_) return;
+  const AllowedUsers allowed = allowed_users_from_env();
+  if (allowed.any) return;
+  bool fresh = false;
+  UniqueFd fd = take_connection(Deadline(timeout()), &fresh);
+  SocketOwner owner = peer_owner(fd.get());
+  // The server's end may still be on its way to being accepted: a moment
+  // later it is connected.
+  for (int i = 0; i < 10 && owner.kind == SocketOwner::kNotEstablished; ++i) {
+    std::this_thread::sleep_for(Millis(1));
+    owner = peer_owner(fd.get());
+  }
+  // Another machine, or one that cannot be told: nothing to go by (a
+  // tokenless store that other machines reach warned as it started).
+  if (owner.kind == SocketOwner::kFound && owner.uid != ::geteuid() &&
+      std::find(allowed.uids.begin(), allowed.uids.end(), owner.uid) ==
+          allowed.uids.end()) {
+    throw Denied(
+        Status::kStore,
+        str_cat("store: ", url(),
+                ", the port this process was to serve the "
+                "job's store on, is served by another user, ",
+                user_name(owner.uid),
+                ", without a token: not this job's store, but one that took "
+                "its port first. Use another port, or, to share a store "
+                "between users, give the server and every rank the same "
+                "GANG_STORE_TOKEN (or set GANG_STORE_ALLOW_USERS=",
+                owner.uid, " here)"));
+  }
+  pool_.give_back(std::move(fd));
 }
 
 namespace {

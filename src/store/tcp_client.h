@@ -41,6 +41,13 @@ class TcpStore : public Store {
   // Whether key exists now, without waiting for it.
   bool check(const std::string& key);
 
+  // For a client that meant to serve this port itself and found it taken
+  // (serve_or_join): without a token, nothing proves the server there is
+  // the job's, and one run by another user of this machine (that
+  // GANG_STORE_ALLOW_USERS does not name) is not: it took the port first.
+  // Throws Denied then.
+  void check_server_user();
+
   std::string host() const override { return host_; }
   int port() const override { return port_; }
 

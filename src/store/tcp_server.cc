@@ -693,14 +693,15 @@ void TcpStoreServer::Loop::check_user(Connection& c,
       }
       break;
     case SocketOwner::kNotLocal:
+    case SocketOwner::kNotEstablished:
     case SocketOwner::kUnknown:
       // Another machine cannot be asked; a server that other machines can
       // reach without a token said so when it started. A loopback peer is
       // on this machine, and one that cannot be told is refused.
       if (!is_loopback_peer(addr)) return;
-      why = owner.kind == SocketOwner::kUnknown
-                ? owner.why
-                : "the kernel knows no socket of this host at its address";
+      why = owner.kind == SocketOwner::kNotLocal
+                ? "the kernel knows no socket of this host at its address"
+                : owner.why;
       break;
   }
   counters_.other_users.fetch_add(1);

@@ -15,6 +15,11 @@
  *                       GANG_STORE_TOKEN: it runs
  *   other_user_allowed  rank 2 as nobody, the server with
  *                       GANG_STORE_ALLOW_USERS=65534: it runs
+ *   squatted_port       nobody serves a store (taking anyone) on the
+ *                       job's port before rank 0 can: rank 0, finding the
+ *                       port taken, refuses that store as another user's
+ *                       rather than join it, and the others fail without
+ *                       rank 0
  *   idle_same_user      1100 connections opened (by us) and left silent
  *   idle_other_user     ... by nobody
  *   idle_token          ... to a server with a token, which they lack
@@ -67,6 +72,7 @@ typedef struct {
   const char* rank_env;     /* "NAME=VALUE" for every rank, or NULL */
   int idle;                 /* silent connections opened first */
   int idle_as_nobody;
+  int squatter;             /* nobody serves the port first */
   int64_t timeout_ms;       /* the gang's */
   char log_path[64];        /* rank 0's stderr */
 } plan_t;
@@ -156,6 +162,58 @@ static int crowd(const plan_t* p) {
   return 0;
 }
 
+/* The squatter: serves a store as nobody, taking anyone, until every rank
+ * is done. */
+static int squatter(const plan_t* p) {
+  volatile int64_t* shared = gang_test_shared_ints();
+  gang_store_t* s = NULL;
+  const int64_t end = gang_test_now_ms() + p->timeout_ms + 10000;
+  if (become_nobody() != 0) {
+    shared[SLOT_PORT] = -1;
+    return 1;
+  }
+  setenv("GANG_STORE_ALLOW_USERS", "any", 1);
+  if (gang_store_create("tcp://127.0.0.1:0", 1, p->timeout_ms, &s) != GANG_OK) {
+    shared[SLOT_PORT] = -1;
+    CHECK(0, "the squatter cannot serve: %s", gang_last_error());
+  }
+  shared[SLOT_PORT] = gang_store_port(s);
+  while (shared[SLOT_DONE] < RANKS && gang_test_now_ms() < end) gang_test_sleep_ms(10);
+  gang_store_destroy(s);
+  return 0;
+}
+
+/* Every rank meets through the port nobody took first. */
+static int squatted_rank(int rank, const plan_t* p) {
+  volatile int64_t* shared = gang_test_shared_ints();
+  gang_options_t o;
+  gang_t* g = NULL;
+  gang_status_t st;
+  char url[64];
+  const char* e;
+  CHECK(wait_slot_nonzero(SLOT_PORT, 20000) == 0 && shared[SLOT_PORT] > 0,
+        "the squatter never served");
+  snprintf(url, sizeof url, "tcp://127.0.0.1:%d", (int)shared[SLOT_PORT]);
+  gang_options_init(&o);
+  o.backend = "gloo";
+  o.rank = rank;
+  o.size = RANKS;
+  o.timeout_ms = p->timeout_ms;
+  o.init_method = url; /* rank 0 finds the port taken, and joins as a client */
+  st = gang_create(&o, &g);
+  __sync_fetch_and_add(&shared[SLOT_DONE], 1);
+  e = gang_last_error();
+  if (st == GANG_OK) gang_destroy(g);
+  CHECK(st != GANG_OK, "rank %d made a gang through another user's store", rank);
+  if (rank == 0) {
+    CHECK(st == GANG_ERR_STORE, "rank 0: %s", gang_status_name(st));
+    CHECK(strstr(e, "another user") != NULL && strstr(e, "GANG_STORE_TOKEN") != NULL,
+          "the refusal does not say whose store it is: %s", e);
+    fprintf(stderr, "[rank 0] refused as expected: %s\n", e);
+  }
+  return 0;
+}
+
 /* Sends stderr to p->log_path (the store's log), and at GANG_LOG_LEVEL=warn,
  * so its lines can be counted; returns the real stderr. */
 static int capture_log(const plan_t* p) {
@@ -203,8 +261,9 @@ static int job_rank(int rank, const plan_t* p) {
   gang_status_t st;
   char url[64];
   int saved_stderr = -1;
-  int64_t t0, sum = 0;
-  int rc = 0;
+  int64_t t0, elapsed, sum = 0;
+  int rc = 0, lines = 0;
+  char e[2048];
   if (p->rank_env != NULL) putenv((char*)p->rank_env);
   gang_options_init(&o);
   o.backend = "gloo";
@@ -240,39 +299,41 @@ static int job_rank(int rank, const plan_t* p) {
 
   t0 = gang_test_now_ms();
   st = gang_create(&o, &g);
+  elapsed = gang_test_now_ms() - t0;
+  snprintf(e, sizeof e, "%s", gang_last_error());
   if (st == GANG_OK) {
     rc = sum_all(g, rank, &sum);
     gang_destroy(g);
   }
+  __sync_fetch_and_add(&shared[SLOT_DONE], 1);
+  if (rank == 0) {
+    /* Served until every rank is done with it; then stderr is ours again
+     * (for the checks below too). */
+    const int64_t end = gang_test_now_ms() + p->timeout_ms;
+    while (shared[SLOT_DONE] < RANKS && gang_test_now_ms() < end) gang_test_sleep_ms(5);
+    gang_store_destroy(server);
+    lines = store_log_lines(p, saved_stderr,
+                            p->stranger >= 0 && p->refused ? "uid 65534" : NULL);
+  }
   if (rank == p->stranger && p->refused) {
-    const char* e = gang_last_error();
     CHECK(st == GANG_ERR_STORE, "another user's rank got %s (sum %lld)",
           gang_status_name(st), (long long)sum);
     CHECK(strstr(e, "another user") != NULL && strstr(e, "GANG_STORE_TOKEN") != NULL &&
               strstr(e, "GANG_STORE_ALLOW_USERS") != NULL,
           "the refusal does not say whose store it is and how to share it: %s", e);
-    CHECK(gang_test_now_ms() - t0 < p->timeout_ms / 2,
-          "the refusal took %lld ms", (long long)(gang_test_now_ms() - t0));
+    CHECK(elapsed < p->timeout_ms / 2, "the refusal took %lld ms", (long long)elapsed);
     fprintf(stderr, "[rank %d] refused as expected: %s\n", rank, e);
   } else if (p->stranger >= 0 && p->refused) {
     /* The rank that never came: an error, never a result. */
-    CHECK(st != GANG_OK, "the job was made without its rank %d (sum %lld)",
+    CHECK(st != GANG_OK, "the job was made with another user's process as rank %d (sum %lld)",
           p->stranger, (long long)sum);
   } else {
-    CHECK_OK(st);
+    CHECK(st == GANG_OK, "gang_create: %s: %s", gang_status_name(st), e);
     CHECK(rc == 0, "the all-reduce failed");
     CHECK(sum == RANKS * (RANKS + 1) / 2, "sum %lld, expected %d", (long long)sum,
           RANKS * (RANKS + 1) / 2);
   }
-  __sync_fetch_and_add(&shared[SLOT_DONE], 1);
   if (rank == 0) {
-    int lines;
-    const int64_t end = gang_test_now_ms() + p->timeout_ms;
-    /* Served until every rank is done with it. */
-    while (shared[SLOT_DONE] < RANKS && gang_test_now_ms() < end) gang_test_sleep_ms(5);
-    gang_store_destroy(server);
-    lines = store_log_lines(p, saved_stderr,
-                            p->stranger >= 0 && p->refused ? "uid 65534" : NULL);
     CHECK(lines != -2, "the store's log does not name the refused uid");
     CHECK(lines >= 0 && lines <= 12, "the store logged %d lines", lines);
   }
@@ -283,6 +344,7 @@ static int proc(int rank, int size, const char* url, void* arg) {
   const plan_t* p = arg;
   (void)size;
   (void)url;
+  if (p->squatter) return rank < RANKS ? squatted_rank(rank, p) : squatter(p);
   return rank < RANKS ? job_rank(rank, p) : crowd(p);
 }
 
@@ -291,7 +353,7 @@ static void run(plan_t* p) {
   begin();
   snprintf(p->log_path, sizeof p->log_path, "/tmp/gang-strangers-%d.log", (int)getpid());
   gang_test_opts_init(&o);
-  o.size = RANKS + (p->idle > 0 ? 1 : 0);
+  o.size = RANKS + (p->idle > 0 || p->squatter ? 1 : 0);
   o.plain_fn = proc;
   o.arg = p;
   o.wall_timeout_s = (int)(p->timeout_ms / 1000) + 60;
@@ -342,6 +404,15 @@ static void test_other_user_allowed(void** state) {
   run(&p);
 }
 
+static void test_squatted_port(void** state) {
+  plan_t p = plan();
+  (void)state;
+  need_root();
+  p.squatter = 1;
+  p.timeout_ms = 5000;
+  run(&p);
+}
+
 static void test_idle_same_user(void** state) {
   plan_t p = plan();
   (void)state;
@@ -372,6 +443,7 @@ int main(int argc, char** argv) {
       cmocka_unit_test(test_same_user),
       cmocka_unit_test(test_other_user_token),
       cmocka_unit_test(test_other_user_allowed),
+      cmocka_unit_test(test_squatted_port),
       cmocka_unit_test(test_idle_same_user),
       cmocka_unit_test(test_idle_other_user),
       cmocka_unit_test(test_idle_token),

@@ -2,7 +2,9 @@
  * test_store_security.c - the TCP store server defending itself: tokens,
  * limits on keys, values, total bytes and connections, half-sent requests
  * and idle connections, binding only the host it is given, and
- * gang_store_set checking n before it reads a byte.
+ * gang_store_set checking n before it reads a byte; the quota and deadline
+ * of connections not yet authenticated; GANG_STORE_ALLOW_USERS; the
+ * warning of a tokenless server that other machines can reach.
  *
  * Each server runs in a forked child process with its own GANG_STORE_*
  * variables, so the limits can be small and the timeouts short, and so its
@@ -15,6 +17,7 @@
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <ifaddrs.h>
 #include <net/if.h>
 #include <netinet/in.h>
@@ -947,6 +950,118 @@ static void test_too_many_connections(void** state) {
   stop_server(&sv);
 }
 
+/* Connections that have not authenticated have a quota of their own (4
+ * here): a newcomer over it pushes out the oldest, which is told to come
+ * back; each is closed after the authentication timeout; a client that
+ * speaks at once is served all the while. */
+static void test_pending_quota(void** state) {
+  static const char* const env[] = {"GANG_STORE_MAX_PENDING_CONNECTIONS=4",
+                                    "GANG_STORE_AUTH_TIMEOUT_MS=1500", NULL};
+  server_t sv;
+  int silent[5], i;
+  int64_t t0;
+  char msg[1024];
+  (void)state;
+  begin();
+  start_server(&sv, "127.0.0.1", env);
+  t0 = gang_test_now_ms();
+  for (i = 0; i < 4; ++i) silent[i] = raw_connect(sv.port);
+  gang_test_sleep_ms(200);
+  silent[4] = raw_connect(sv.port);
+  /* The oldest made room, and was told why. */
+  assert_int_equal(read_reply(silent[0], msg, sizeof msg, 3000), REPLY_BUSY);
+  if (!strstr(msg, "GANG_STORE_MAX_PENDING_CONNECTIONS")) fail_msg("pushed out: \"%s\"", msg);
+  assert_true(closed_within(silent[0], 3000));
+  /* A client gets in past the silent ones, and is served. */
+  still_serves(&sv, NULL);
+  /* Those still silent are closed 1.5 s after they came, not 30 s. */
+  for (i = 1; i < 5; ++i) {
+    const int64_t ms = ms_until_closed(silent[i], 6000);
+    const int64_t since = gang_test_now_ms() - t0;
+    if (ms < 0 || since > 4500) {
+      fail_msg("silent connection %d closed after %lld ms (auth timeout 1500)", i,
+               (long long)since);
+    }
+  }
+  for (i = 0; i < 5; ++i) close(silent[i]);
+  still_serves(&sv, NULL);
+  stop_server(&sv);
+}
+
+/* GANG_STORE_ALLOW_USERS: names, uids or "any"; anything else is refused,
+ * naming the variable. */
+static void test_allow_users_env(void** state) {
+  static const char* const good[] = {"root", "0, 65534", "any", "*", NULL};
+  gang_store_t* s = NULL;
+  int i;
+  (void)state;
+  begin();
+  setenv("GANG_STORE_ALLOW_USERS", "no-such-user-of-gang", 1);
+  assert_int_equal(gang_store_create("tcp://127.0.0.1:0", 1, 3000, &s), GANG_ERR_INVALID_ARGUMENT);
+  assert_non_null(strstr(gang_last_error(), "GANG_STORE_ALLOW_USERS"));
+  setenv("GANG_STORE_ALLOW_USERS", "root,", 1);
+  assert_int_equal(gang_store_create("tcp://127.0.0.1:0", 1, 3000, &s), GANG_ERR_INVALID_ARGUMENT);
+  for (i = 0; good[i]; ++i) {
+    setenv("GANG_STORE_ALLOW_USERS", good[i], 1);
+    if (gang_store_create("tcp://127.0.0.1:0", 1, 3000, &s) != GANG_OK) {
+      fail_msg("GANG_STORE_ALLOW_USERS=%s: %s", good[i], gang_last_error());
+    }
+    /* The server's own user is served whatever the list says. */
+    assert_int_equal(gang_store_set(s, "k", "v", 1), GANG_OK);
+    assert_int_equal(gang_store_destroy(s), GANG_OK);
+  }
+  unsetenv("GANG_STORE_ALLOW_USERS");
+}
+
+/* What a server logs as it starts (GANG_LOG_LEVEL=warn): 1 if a line has
+ * `needle`. */
+static int starts_saying(const char* url, const char* needle) {
+  char path[64], line[2048];
+  gang_store_t* s = NULL;
+  int saved, fd, found = 0;
+  FILE* f;
+  snprintf(path, sizeof path, "/tmp/gang-store-warning-%d.log", (int)getpid());
+  fflush(stderr);
+  saved = dup(2);
+  fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  assert_true(saved >= 0 && fd >= 0);
+  dup2(fd, 2);
+  close(fd);
+  {
+    const char* level = getenv("GANG_LOG_LEVEL");
+    char before[32];
+    snprintf(before, sizeof before, "%s", level ? level : "");
+    setenv("GANG_LOG_LEVEL", "warn", 1);
+    if (gang_store_create(url, 1, 3000, &s) == GANG_OK) gang_store_destroy(s);
+    setenv("GANG_LOG_LEVEL", before, 1);
+  }
+  fflush(stderr);
+  dup2(saved, 2);
+  close(saved);
+  f = fopen(path, "r");
+  assert_non_null(f);
+  while (fgets(line, sizeof line, f)) {
+    if (strstr(line, needle)) {
+      found = 1;
+      fprintf(stderr, "%s: %s", url, line);
+    }
+  }
+  fclose(f);
+  unlink(path);
+  return found;
+}
+
+/* A server without a token that other machines can reach says so once as
+ * it starts; on loopback, or with a token, it says nothing. */
+static void test_tokenless_warning(void** state) {
+  (void)state;
+  begin();
+  assert_true(starts_saying("tcp://0.0.0.0:0", "without a token"));
+  assert_true(starts_saying("tcp://0.0.0.0:0", "GANG_STORE_TOKEN"));
+  assert_false(starts_saying("tcp://127.0.0.1:0", "without a token"));
+  assert_false(starts_saying("tcp://0.0.0.0:0?token=abc", "without a token"));
+}
+
 /* ---- binding ------------------------------------------------------------------------------- */
 
 /* An IPv4 address of this machine other than loopback, or 0. */
@@ -1062,6 +1177,9 @@ int main(int argc, char** argv) {
       cmocka_unit_test(test_flood_keys),
       cmocka_unit_test(test_flood_values),
       cmocka_unit_test(test_too_many_connections),
+      cmocka_unit_test(test_pending_quota),
+      cmocka_unit_test(test_allow_users_env),
+      cmocka_unit_test(test_tokenless_warning),
       cmocka_unit_test(test_bind_loopback),
       cmocka_unit_test(test_set_checks_n_first),
   };
