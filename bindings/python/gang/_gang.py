@@ -784,7 +784,8 @@ def create(backend="auto", device="cpu", rank=None, size=None, init_method=None,
             them from the launcher's environment (GANG_RANK/GANG_SIZE,
             torchrun, SLURM, Open MPI, PMI).
         init_method: "tcp://host:port" (rank 0 serves the store there),
-            "file:///dir" or "memory://name"; None: GANG_INIT_METHOD.
+            "file:///dir", "memory://name", or torch's "env://" (the store
+            at MASTER_ADDR:MASTER_PORT); None: GANG_INIT_METHOD.
         timeout: seconds (or a timedelta) bounding every operation; None:
             GANG_TIMEOUT_MS, else 600 s.
         name: shown in logs and errors; default "root".
