@@ -68,7 +68,8 @@ type Options struct {
 	// environment (GANG_RANK/GANG_SIZE, torchrun, SLURM, Open MPI, PMI).
 	Rank, Size int
 	// InitMethod is "tcp://host:port" (rank 0 serves the store there),
-	// "file:///dir" or "memory://name"; "" reads GANG_INIT_METHOD.
+	// "file:///dir", "memory://name" or torch's "env://" (the store at
+	// MASTER_ADDR:MASTER_PORT); "" reads GANG_INIT_METHOD.
 	InitMethod string
 	// Timeout bounds every operation; 0 means GANG_TIMEOUT_MS, else 10 min.
 	Timeout time.Duration

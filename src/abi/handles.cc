@@ -2,6 +2,7 @@
 
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <new>
@@ -10,7 +11,26 @@
 
 namespace gang::abi {
 
-HandleRange::HandleRange(const char* kind, size_t slots) {
+HandleSpace::HandleSpace(const char* kind, size_t max_slots)
+    : kind_(kind), max_slots_(max_slots) {
+  reserve(std::min(kFirstSlots, max_slots));
+}
+
+HandleSpace::~HandleSpace() {
+  for (const Range& r : ranges_) {
+    ::munmap(reinterpret_cast<void*>(r.base), r.slots * kSlotBytes);
+  }
+}
+
+void HandleSpace::grow() {
+  if (slots_ >= max_slots_) {
+    fail(Status::kNoMemory, "too many live ", kind_, " handles (", max_slots_,
+         "): destroy some");
+  }
+  reserve(std::min(ranges_.back().slots * 2, max_slots_ - slots_));
+}
+
+void HandleSpace::reserve(size_t slots) {
   const size_t bytes = slots * kSlotBytes;
   // PROT_NONE and MAP_NORESERVE: address space only, nothing committed, and
   // any access faults, so the values can only ever be compared.
@@ -19,15 +39,11 @@ HandleRange::HandleRange(const char* kind, size_t slots) {
   if (p == MAP_FAILED) {
     const int err = errno;
     fail(Status::kNoMemory, "cannot reserve ", bytes,
-         " bytes of address space for ", kind,
+         " bytes of address space for ", slots_ + slots, " ", kind_,
          " handles: ", std::strerror(err));
   }
-  base_ = reinterpret_cast<uintptr_t>(p);
-  slots_ = slots;
-}
-
-HandleRange::~HandleRange() {
-  ::munmap(reinterpret_cast<void*>(base_), slots_ * HandleRange::kSlotBytes);
+  ranges_.push_back(Range{reinterpret_cast<uintptr_t>(p), slots_, slots});
+  slots_ += slots;
 }
 
 namespace {
@@ -49,10 +65,11 @@ class Immortal {
   alignas(T) unsigned char storage_[sizeof(T)];
 };
 
-// 2^30 bytes of address space per kind (2^32 for works, which a program may
-// keep many of): 262144 live handles of a kind at once, a million works.
-constexpr size_t kSlots = (size_t{1} << 30) / HandleRange::kSlotBytes;
-constexpr size_t kWorkSlots = (size_t{1} << 32) / HandleRange::kSlotBytes;
+// At most 262144 live handles of a kind at once (2^30 bytes of address
+// space, reserved as they come), and a million works, which a program may
+// keep many of.
+constexpr size_t kSlots = (size_t{1} << 30) / HandleSpace::kSlotBytes;
+constexpr size_t kWorkSlots = (size_t{1} << 32) / HandleSpace::kSlotBytes;
 
 }  // namespace
 

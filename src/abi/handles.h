@@ -1,10 +1,11 @@
 // The values behind gang_t*, gang_store_t*, gang_work_t* and gangs_t*.
 //
 // A handle is not the address of the object it names. Each kind of handle
-// owns a range of address space reserved with PROT_NONE and never
-// committed; a handle's value is a slot in that range plus a generation:
+// owns ranges of address space reserved with PROT_NONE and never committed;
+// a handle's value is a slot in one of them plus a generation:
 //
-//   value = base + slot * kSlotBytes + (generation % kGenerations) * 8
+//   value = range.base + (slot - range.first_slot) * kSlotBytes
+//           + (generation % kGenerations) * 8
 //
 // and a table maps the value back to the object. So a handle is checked by
 // arithmetic and a table lookup, never by reading memory it points to: a
@@ -13,6 +14,13 @@
 // freed (or any) memory. The values are ordinary aligned non-NULL pointers
 // that can never belong to another allocation, which is what bindings that
 // keep handles as opaque pointers (SWIG Python, Go cgo) expect.
+//
+// The ranges are reserved as slots are needed: the first is small
+// (kFirstSlots), each next one twice the last, up to the kind's limit, so a
+// process pays address space for the handles it has had, not for the
+// limit (which matters under `ulimit -v`). A range is never released while
+// its table lives (the tables live as long as the process), so no two
+// slots, and no two values, ever share an address.
 //
 // Freed slots are reused first-in first-out, and only once kQuarantine
 // others are waiting, so a destroyed handle's value names a live object
@@ -39,37 +47,64 @@
 
 namespace gang::abi {
 
-// The address space behind one kind of handle: reserved, never accessible.
-class HandleRange {
+// The address space behind one kind of handle: ranges reserved as they are
+// needed, never accessible. Not thread-safe: its table's lock guards it.
+class HandleSpace {
  public:
   static constexpr uintptr_t kSlotBytes = 4096;
   static constexpr uint32_t kGenerations = kSlotBytes / 8;
+  // The first range's slots (256 KiB of address space).
+  static constexpr size_t kFirstSlots = 64;
 
-  // Reserves slots * kSlotBytes bytes; throws kNoMemory if it cannot.
-  HandleRange(const char* kind, size_t slots);
-  ~HandleRange();
-  HandleRange(const HandleRange&) = delete;
-  HandleRange& operator=(const HandleRange&) = delete;
+  // Reserves the first range, of min(kFirstSlots, max_slots) slots; throws
+  // kNoMemory if it cannot. kind names the handles in messages.
+  HandleSpace(const char* kind, size_t max_slots);
+  ~HandleSpace();
+  HandleSpace(const HandleSpace&) = delete;
+  HandleSpace& operator=(const HandleSpace&) = delete;
 
+  // Slots reserved so far, numbered 0..slots()-1 across the ranges.
   size_t slots() const { return slots_; }
+  size_t max_slots() const { return max_slots_; }
+
+  // Reserves the next range: twice the last one, within max_slots() in all.
+  // Throws kNoMemory when the limit is reached or mmap fails.
+  void grow();
 
   uintptr_t encode(size_t slot, uint32_t generation) const {
-    return base_ + slot * kSlotBytes + (generation % kGenerations) * 8;
+    const Range* r = &ranges_.front();
+    while (slot >= r->first_slot + r->slots) ++r;
+    return r->base + (slot - r->first_slot) * kSlotBytes +
+           (generation % kGenerations) * 8;
   }
   // The slot and generation (mod kGenerations) a value encodes; false for a
-  // value that is not one this range can hand out.
+  // value that is not one this space can hand out.
   bool decode(uintptr_t value, size_t* slot, uint32_t* generation) const {
-    if (value < base_) return false;
-    const uintptr_t offset = value - base_;
-    if (offset >= slots_ * kSlotBytes || offset % 8 != 0) return false;
-    *slot = offset / kSlotBytes;
-    *generation = static_cast<uint32_t>(offset % kSlotBytes / 8);
-    return true;
+    for (const Range& r : ranges_) {
+      if (value < r.base) continue;
+      const uintptr_t offset = value - r.base;
+      if (offset >= r.slots * kSlotBytes) continue;
+      if (offset % 8 != 0) return false;
+      *slot = r.first_slot + offset / kSlotBytes;
+      *generation = static_cast<uint32_t>(offset % kSlotBytes / 8);
+      return true;
+    }
+    return false;
   }
 
  private:
-  uintptr_t base_ = 0;
+  struct Range {
+    uintptr_t base;
+    size_t first_slot;
+    size_t slots;
+  };
+
+  void reserve(size_t slots);
+
+  const char* kind_;
+  size_t max_slots_;
   size_t slots_ = 0;
+  std::vector<Range> ranges_;  // in slot order
 };
 
 // The live handles of one kind H (the opaque public type) naming objects of
@@ -80,27 +115,17 @@ class HandleTable {
   // Freed slots wait in line this long before reuse (see the top).
   static constexpr size_t kQuarantine = 1024;
 
-  // kind names the handle in messages ("gang", "store").
-  HandleTable(const char* kind, size_t slots)
-      : kind_(kind), range_(kind, slots) {}
+  // kind names the handle in messages ("gang", "store"); max_slots is the
+  // most live handles of the kind.
+  HandleTable(const char* kind, size_t max_slots)
+      : kind_(kind), space_(kind, max_slots) {}
 
   // A new handle for object.
   H* insert(std::shared_ptr<T> object) {
     std::lock_guard<std::mutex> lock(mu_);
-    size_t slot;
-    if (free_.size() > kQuarantine ||
-        (slots_.size() == range_.slots() && !free_.empty())) {
-      slot = free_.front();
-      free_.pop_front();
-    } else if (slots_.size() < range_.slots()) {
-      slot = slots_.size();
-      slots_.emplace_back();
-    } else {
-      fail(Status::kNoMemory, "too many live ", kind_, " handles (",
-           range_.slots(), "): destroy some");
-    }
+    const size_t slot = take_slot();
     slots_[slot].object = std::move(object);
-    return to_handle(range_.encode(slot, slots_[slot].generation));
+    return to_handle(space_.encode(slot, slots_[slot].generation));
   }
 
   // The object behind a live handle, held for the caller; null if h is
@@ -146,15 +171,38 @@ class HandleTable {
 
   static H* to_handle(uintptr_t value) { return reinterpret_cast<H*>(value); }
 
+  // A slot for a new handle: the oldest freed one once the quarantine is
+  // full, else a new one (reserving address space for it if need be), else
+  // (at the limit, or with no address space left) the oldest freed one.
+  // Lock held.
+  size_t take_slot() {
+    if (free_.size() <= kQuarantine && slots_.size() < space_.max_slots()) {
+      try {
+        if (slots_.size() == space_.slots()) space_.grow();
+        slots_.emplace_back();
+        return slots_.size() - 1;
+      } catch (const Error&) {
+        if (free_.empty()) throw;
+      }
+    }
+    if (free_.empty()) {
+      fail(Status::kNoMemory, "too many live ", kind_, " handles (",
+           space_.max_slots(), "): destroy some");
+    }
+    const size_t slot = free_.front();
+    free_.pop_front();
+    return slot;
+  }
+
   // Whether h is the current value of a live slot, and which. Lock held.
   bool live(const H* h, size_t* slot) const {
     uint32_t generation;
-    if (!range_.decode(reinterpret_cast<uintptr_t>(h), slot, &generation) ||
+    if (!space_.decode(reinterpret_cast<uintptr_t>(h), slot, &generation) ||
         *slot >= slots_.size()) {
       return false;
     }
     const Slot& s = slots_[*slot];
-    return s.object && s.generation % HandleRange::kGenerations == generation;
+    return s.object && s.generation % HandleSpace::kGenerations == generation;
   }
 
   [[noreturn]] void refuse(const H* h, const char* api) const {
@@ -166,7 +214,7 @@ class HandleTable {
   }
 
   const char* kind_;
-  HandleRange range_;
+  HandleSpace space_;
   mutable std::mutex mu_;
   std::vector<Slot> slots_;
   std::deque<size_t> free_;

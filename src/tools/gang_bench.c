@@ -668,6 +668,8 @@ int main(int argc, char** argv) {
               gang_backend_name(g_gang), dtype_name(c.dtype), kOps[c.op],
               c.op == GANG_AVG ? " (gang averages floating types only)" : "");
     }
+    /* Every rank gets here: none exits before rank 0 has said why. */
+    MUST(gang_barrier(g_gang, NULL));
     return 2;
   }
   es = gang_dtype_size(c.dtype);

@@ -315,6 +315,54 @@ static void test_foreign_values(void** s) {
   free(heap);
 }
 
+/* ---- many live handles: several ranges of address space ------------------------------------ */
+
+static int compare_ptr(const void* a, const void* b) {
+  const uintptr_t x = (uintptr_t)*(void* const*)a, y = (uintptr_t)*(void* const*)b;
+  return x < y ? -1 : x > y;
+}
+
+/* More live handles than the first ranges hold: the table reserves more
+ * address space as they come (handles.h), and every value stays distinct,
+ * names its own object, and is refused once destroyed. */
+static void test_many_live_handles(void** s) {
+  enum { N = 5000 };
+  gang_store_t** st = (gang_store_t**)calloc(N, sizeof *st);
+  void** sorted = (void**)calloc(N, sizeof *sorted);
+  void* v = NULL;
+  size_t n = 0;
+  int64_t total = 0;
+  int i;
+  (void)s;
+  assert_non_null(st);
+  assert_non_null(sorted);
+  for (i = 0; i < N; ++i) {
+    char key[32];
+    assert_int_equal(gang_store_create("memory://many", 0, 1000, &st[i]), GANG_OK);
+    snprintf(key, sizeof key, "k%d", i);
+    assert_int_equal(gang_store_set(st[i], key, key, strlen(key)), GANG_OK);
+    sorted[i] = st[i];
+  }
+  qsort(sorted, N, sizeof *sorted, compare_ptr);
+  for (i = 1; i < N; ++i) assert_true(sorted[i - 1] != sorted[i]);
+  /* Each handle reaches a store; every one of them adds once. */
+  for (i = 0; i < N; ++i) {
+    assert_int_equal(gang_store_add(st[i], "count", 1, &total), GANG_OK);
+  }
+  assert_int_equal(total, N);
+  assert_int_equal(gang_store_get(st[N - 1], "k0", &v, &n), GANG_OK);
+  assert_true(n == 2 && memcmp(v, "k0", 2) == 0);
+  gang_free(v);
+  /* Another generation of a slot in a later range is not a handle. */
+  REFUSED(gang_store_set((gang_store_t*)((char*)st[N - 1] + 8), "k", "v", 1),
+          "gang_store_set");
+  for (i = 0; i < N; ++i) assert_int_equal(gang_store_destroy(st[i]), GANG_OK);
+  for (i = 0; i < N; i += 97) REFUSED(gang_store_set(st[i], "k", "v", 1), "gang_store_set");
+  REFUSED(gang_store_destroy(st[N - 1]), "gang_store_destroy");
+  free(sorted);
+  free(st);
+}
+
 /* ---- destroy while other threads use the handle ------------------------------------------- */
 
 #define NUSERS 6
@@ -690,6 +738,7 @@ int main(int argc, char** argv) {
       cmocka_unit_test(test_stale_value_not_reused),
       cmocka_unit_test(test_stale_work_and_store),
       cmocka_unit_test(test_foreign_values),
+      cmocka_unit_test(test_many_live_handles),
       cmocka_unit_test(test_destroy_while_used_fake),
       cmocka_unit_test(test_racing_destroys),
       cmocka_unit_test(test_destroy_while_used_store_and_work),

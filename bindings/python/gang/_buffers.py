@@ -210,6 +210,16 @@ def _torch_dtype(tdt):
         return dt
 
 
+def meta_tensor_error(what: str) -> GangTypeError:
+    """The error for a meta tensor (torch's device "meta"), which has a
+    shape and a dtype but no memory: its data_ptr() is 0, and copies into
+    it do nothing."""
+    return GangTypeError(
+        f"{what}: a meta tensor (device 'meta') holds no data, only a shape "
+        f"and dtype, so there is nothing to send or receive; make a real one "
+        f"first (torch.empty_like(x, device='cpu'), or module.to_empty(device=...))")
+
+
 def _torch_view(t, writable: bool, dtype, what: str, device: bool) -> tuple:
     """(AddressView, DType, count) of a torch tensor, from torch's own
     description (quicker than DLPack, and it covers bool, which torch's
@@ -222,7 +232,10 @@ def _torch_view(t, writable: bool, dtype, what: str, device: bool) -> tuple:
     itemsize = t.element_size()
     dt = _choose(what, _torch_dtype(t.dtype), dtype, itemsize,
                  not t.dtype.is_floating_point and itemsize == 2, f"dtype {t.dtype}")
-    v = _address_view(t.data_ptr(), tuple(t.shape), t)
+    address = t.data_ptr()
+    if address == 0 and t.is_meta:
+        raise meta_tensor_error(what)
+    v = _address_view(address, tuple(t.shape), t)
     return v, dt, v.count
 
 

@@ -10,8 +10,8 @@ import time
 
 from . import capi
 from . import errors  # importing it registers the exception classes with capi
-from ._buffers import (DType, _np, as_dtype, is_tensor, new_like, rows, rows_shape, shape_of,
-                       view)
+from ._buffers import (DType, _np, as_dtype, is_tensor, meta_tensor_error, new_like, rows,
+                       rows_shape, shape_of, view)
 from .errors import GangInvalidArgumentError, GangTypeError
 
 __all__ = ["Gang", "FakeGang", "ReduceOperation", "Work", "create", "detect_env"]
@@ -414,6 +414,9 @@ class Gang:
         if output_list is not None and len(output_list) != self._size:
             raise GangInvalidArgumentError(f"output_list has {len(output_list)} entries; "
                                            f"the gang has {self._size} ranks")
+        for r, dst in enumerate(output_list or ()):
+            if is_tensor(dst) and dst.is_meta:  # a copy into it would do nothing
+                raise meta_tensor_error(f"output_list[{r}]")
         out = new_like(x, xv, (self._size,) + shape_of(xv))
         self.all_gather(out, x, dtype=dtype)
         if _np is not None and isinstance(out, _np.ndarray) or is_tensor(out):
@@ -662,6 +665,9 @@ class Gang:
                     buffers.append(a)
                 elif kind == "torch":
                     t = value.detach().contiguous()
+                    # Refused here, before the metadata leaves: a meta tensor,
+                    # a dtype gang has no name for.
+                    self._view(t, what=f"tensor_dict[{key!r}]")
                     metadata.append((key, kind, (str(t.dtype), tuple(t.shape))))
                     buffers.append(t)
                 else:
@@ -778,7 +784,8 @@ def create(backend="auto", device="cpu", rank=None, size=None, init_method=None,
             them from the launcher's environment (GANG_RANK/GANG_SIZE,
             torchrun, SLURM, Open MPI, PMI).
         init_method: "tcp://host:port" (rank 0 serves the store there),
-            "file:///dir" or "memory://name"; None: GANG_INIT_METHOD.
+            "file:///dir", "memory://name", or torch's "env://" (the store
+            at MASTER_ADDR:MASTER_PORT); None: GANG_INIT_METHOD.
         timeout: seconds (or a timedelta) bounding every operation; None:
             GANG_TIMEOUT_MS, else 600 s.
         name: shown in logs and errors; default "root".

@@ -74,6 +74,59 @@ def test_rejections_say_the_fix():
         view(torch.zeros(2, dtype=torch.complex64))
 
 
+META_HOLDS_NO_DATA = "meta tensor .*holds no data"
+
+
+def test_meta_tensors_are_refused():
+    # A meta tensor has a shape and a dtype but no memory (its data_ptr is
+    # 0): every collective says so as a TypeError, before any traffic.
+    m = torch.empty(4, 2, device="meta")
+    real = torch.zeros(4, 2)
+    with gang.FakeGang(rank=0, size=2) as g:
+        calls = {
+            "all_reduce": lambda: g.all_reduce(m),
+            "reduce": lambda: g.reduce(m, dst=0),
+            "broadcast": lambda: g.broadcast(m),
+            "all_gather out": lambda: g.all_gather(torch.empty(8, 2, device="meta"), real),
+            "all_gather x": lambda: g.all_gather(torch.zeros(8, 2), m),
+            "all_gather_to_list": lambda: g.all_gather_to_list([m, m], real),
+            "all_gatherv": lambda: g.all_gatherv(m),
+            "gather": lambda: g.gather(m),
+            "scatter": lambda: g.scatter(m, src=0),
+            "reduce_scatter": lambda: g.reduce_scatter(m),
+            "reduce_scatterv": lambda: g.reduce_scatterv(m, [1, 3]),
+            "all_to_all": lambda: g.all_to_all(real, m),
+            "all_to_allv": lambda: g.all_to_allv(m, [2, 2], [2, 2]),
+            "send": lambda: g.send(m, dst=1),
+            "recv": lambda: g.recv(m, src=1),
+            "all_sum": lambda: gang.all_sum(g, torch.empty((), device="meta")),
+        }
+        for name, call in calls.items():
+            with pytest.raises(gang.GangTypeError, match=META_HOLDS_NO_DATA):
+                call()
+        g.all_reduce(real)  # still usable
+    # an empty meta tensor is refused too, though it has nothing to send
+    with gang.FakeGang(rank=0, size=2) as g:
+        with pytest.raises(TypeError, match=META_HOLDS_NO_DATA):
+            g.all_reduce(torch.empty(0, device="meta"))
+
+
+def _meta_in_tensor_dict():
+    with gang.create() as g:
+        if g.rank == 0:
+            with pytest.raises(gang.GangTypeError, match=META_HOLDS_NO_DATA):
+                g.broadcast_tensor_dict({"w": torch.empty(3, device="meta")}, src=0)
+            g.broadcast_tensor_dict({"w": torch.arange(3.0), "n": 1}, src=0)
+        else:
+            # Nothing of the refused dict was sent: the next one arrives.
+            got = g.broadcast_tensor_dict(None, src=0)
+            assert got["w"].tolist() == [0.0, 1.0, 2.0] and got["n"] == 1
+
+
+def test_meta_tensor_in_broadcast_tensor_dict():
+    run_ranks(2, _meta_in_tensor_dict)
+
+
 def test_fake_gang_in_place_and_caller_types():
     with gang.FakeGang(rank=1, size=3) as g:
         x = torch.tensor([1.0, 2.0], dtype=torch.bfloat16)
