@@ -4,7 +4,7 @@
 //
 // Two ranks (forked, 127.0.0.1). Each rank loads both libraries side by side
 // (dlopen by path, RTLD_LOCAL: each copy keeps its own symbols) and creates
-// one 2-rank gloo gang with each. Then, PAIRS times per size, it runs one
+// one 2-rank gang with each (gloo, or $AB_BACKEND). Then, PAIRS times per size, it runs one
 // float32 SUM all-reduce on the old gang and one on the new, in alternating
 // order, timing each on rank 0. Whatever the machine does at that moment
 // hits both calls of a pair alike, so a difference of a few percent shows
@@ -76,7 +76,10 @@ int run_rank(int rank, Lib (&libs)[2], const std::string& dir, int pairs) {
     load(libs[i]);
     gang_options_t o;
     libs[i].options_init(&o, sizeof o);
-    o.backend = "gloo";
+    // AB_BACKEND: the backend both gangs use (default gloo; "shm" for the
+    // one-host path).
+    const char* backend = std::getenv("AB_BACKEND");
+    o.backend = backend != nullptr ? backend : "gloo";
     o.rank = rank;
     o.size = kRanks;
     o.timeout_ms = 120000;
