@@ -243,19 +243,16 @@ void Gang::post_task(Task& task) {
     watched_->busy_seq.store(task.ops[0].seq, std::memory_order_relaxed);
     watched_->busy_kind.store(static_cast<int>(task.ops[0].args.kind),
                               std::memory_order_relaxed);
-    watched_->busy_since.store(
-        std::chrono::duration_cast<std::chrono::nanoseconds>(
-            Clock::now().time_since_epoch()).count(),
-        std::memory_order_release);
+    watched_->busy_post.store(++posts_, std::memory_order_release);
     BackendWorkPtr pending;
     try {
       pending = task.ops.size() == 1 ? backend_->post(task.ops[0])
                                      : backend_->post_group(task.ops);
     } catch (...) {
-      watched_->busy_since.store(0, std::memory_order_relaxed);
+      watched_->busy_post.store(0, std::memory_order_relaxed);
       throw;
     }
-    watched_->busy_since.store(0, std::memory_order_relaxed);
+    watched_->busy_post.store(0, std::memory_order_relaxed);
     task.work->posted(std::move(pending));
   } catch (const Error& e) {
     task.work->failed(e.status(), e.what());

@@ -266,6 +266,7 @@ class Gang : public std::enable_shared_from_this<Gang> {
   // What the process's watchdog reads (watchdog.h): the operation this rank
   // is blocked in, for wait warnings.
   std::shared_ptr<Watched> watched_;
+  uint64_t posts_ = 0;  // tasks posted, by the one thread that posts at a time
 
   // Threads blocked in a call on this gang (Blocking).
   std::atomic<int> blocked_{0};

@@ -102,13 +102,14 @@ class Watchdog {
                             std::chrono::steady_clock::now().time_since_epoch())
                             .count();
     for (const auto& w : live()) {
-      const int64_t since = w->busy_since.load(std::memory_order_acquire);
-      if (since == 0 || w->warns_itself) continue;
-      if (since != w->warned_since) {
-        w->warned_since = since;
+      const uint64_t post = w->busy_post.load(std::memory_order_acquire);
+      if (post == 0 || w->warns_itself) continue;
+      if (post != w->seen_post) {
+        w->seen_post = post;
+        w->seen_since = now;
         w->warnings = 0;
       }
-      const int64_t waited = now - since;
+      const int64_t waited = now - w->seen_since;
       if (waited < (w->warnings + 1) * every.count() * 1000000) continue;
       ++w->warnings;
       GANG_LOG(kWarn, "gang \"", w->gang, "\" rank ", w->rank, " has waited ",

@@ -22,15 +22,18 @@ class FlightRecorder;
 struct Watched {
   std::string gang;
   int rank = 0;
-  // Since when (steady clock, ns; 0: not blocked) the gang's rank has been
-  // in the operation below, and which it is.
-  std::atomic<int64_t> busy_since{0};
+  // The post the gang's rank is in (a number of its own, 0: none) and
+  // which operation it is. No clock is read on the hot path: the watchdog
+  // times a post from when it first sees it (to within its 1 s look).
+  std::atomic<uint64_t> busy_post{0};
   std::atomic<uint64_t> busy_seq{0};
   std::atomic<int> busy_kind{0};  // OpKind
   bool warns_itself = false;      // the backend warns in its waits
   std::shared_ptr<FlightRecorder> recorder;  // may be null
-  // The watchdog's own: the wait it last warned about, and how often.
-  int64_t warned_since = 0;
+  // The watchdog's own: the post it saw, since when, and how often it
+  // warned about it.
+  uint64_t seen_post = 0;
+  int64_t seen_since = 0;
   int64_t warnings = 0;
 };
 
