@@ -140,6 +140,47 @@ def test_mismatched_calls_with_debug_checks():
     assert "GangMismatchError" in [r.value for r in results]
 
 
+def _root_is_own_rank(backend, what):
+    """Every rank passes its own rank as the source (the issue's repro): the
+    call, or at the latest the next collective, raises GangMismatchError
+    (or an error it caused) within a second; no rank keeps a different
+    result past the next all-reduce."""
+    g = gang.create(backend=backend, timeout=30.0)
+    x = np.full(4, float(g.rank + 1), dtype=np.float32)
+    t0 = time.monotonic()
+    errors = []
+    try:
+        if what == "tensor":
+            g.broadcast(x, source_rank=g.rank)
+        elif what == "flag":
+            g.broadcast_flag(g.rank == 1, source_rank=g.rank)
+        else:
+            g.broadcast_object({"rank": g.rank}, src=g.rank)
+    except gang.GangError as e:
+        errors.append(type(e).__name__)
+    if not errors:
+        y = np.ones(1, dtype=np.float32)
+        try:
+            g.all_reduce(y)
+        except gang.GangError as e:
+            errors.append(type(e).__name__)
+    took = time.monotonic() - t0
+    g.abort()
+    assert errors, "rank %d kept a diverged result past the next collective" % g.rank
+    assert took < 1.0, "rank %d took %.2f s" % (g.rank, took)
+    return errors[0]
+
+
+@pytest.mark.parametrize("backend", ["shm", "gloo"])
+@pytest.mark.parametrize("what", ["tensor", "flag", "object"])
+def test_root_is_own_rank_is_a_mismatch(backend, what):
+    results = run_ranks(2, _root_is_own_rank, backend, what)
+    kinds = [r.value for r in results]
+    assert "GangMismatchError" in kinds, kinds
+    assert set(kinds) <= {"GangMismatchError", "GangPeerLostError",
+                          "GangAbortedError"}, kinds
+
+
 def _gil_released():
     with gang.create(timeout=30) as g:
         g.barrier()
