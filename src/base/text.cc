@@ -1,6 +1,10 @@
 #include "base/text.h"
 
+#include <sys/time.h>
+
+#include <cstdio>
 #include <cstring>
+#include <ctime>
 
 namespace gang::base {
 
@@ -23,6 +27,18 @@ std::string errno_text(int err) {
 std::string host_port(const std::string& host, int port) {
   const bool v6 = host.find(':') != std::string::npos;
   return (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
+}
+
+std::string local_time_text() {
+  timeval tv;
+  ::gettimeofday(&tv, nullptr);
+  tm local;
+  ::localtime_r(&tv.tv_sec, &local);
+  char when[32];
+  const size_t n = std::strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%S", &local);
+  std::snprintf(when + n, sizeof when - n, ".%03d",
+                static_cast<int>(tv.tv_usec / 1000));
+  return when;
 }
 
 }  // namespace gang::base

@@ -1,14 +1,13 @@
 #include "core/flight_recorder.h"
 
 #include <sys/stat.h>
-#include <sys/time.h>
 
 #include <cerrno>
-
 #include <chrono>
-#include <ctime>
 #include <cstdio>
 #include <memory>
+
+#include "base/text.h"
 
 namespace gang::core {
 
@@ -108,15 +107,9 @@ void FlightRecorder::dump(const std::string& why) const {
         std::chrono::duration_cast<std::chrono::milliseconds>(d).count());
   };
   std::lock_guard<std::mutex> lock(mu_);
-  timeval tv;
-  ::gettimeofday(&tv, nullptr);
-  tm local;
-  ::localtime_r(&tv.tv_sec, &local);
-  char when[32];
-  const size_t w = std::strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%S", &local);
-  std::snprintf(when + w, sizeof when - w, ".%03d", static_cast<int>(tv.tv_usec / 1000));
   std::fprintf(f.get(), "gang \"%s\" rank %d of %d (global rank %d) at %s: %s\n",
-               gang_.c_str(), rank_, size_, global_rank_, when, why.c_str());
+               gang_.c_str(), rank_, size_, global_rank_,
+               base::local_time_text().c_str(), why.c_str());
   std::fprintf(f.get(), "%-8s %-8s %-22s %-9s %-5s %-10s %-6s %-12s %s\n",
                "op#", "seq", "call", "dtype", "op", "count", "root", "status",
                "issued ms ago / took ms");

@@ -1,13 +1,12 @@
 #include "core/log.h"
 
-#include <sys/time.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cstdio>
-#include <ctime>
 #include <mutex>
 
+#include "base/text.h"
 #include "store/store_options.h"
 
 namespace gang::core {
@@ -26,15 +25,9 @@ bool log_enabled(env::LogLevel level) {
 
 void log_line(env::LogLevel level, const std::string& line) {
   static const char* const kNames[] = {"error", "warn", "info", "debug"};
-  // Local wall-clock time to the millisecond, so lines of several ranks
-  // (and of other tools) can be put side by side.
-  timeval tv;
-  ::gettimeofday(&tv, nullptr);
-  tm local;
-  ::localtime_r(&tv.tv_sec, &local);
-  char when[32];
-  const size_t n = std::strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%S", &local);
-  std::snprintf(when + n, sizeof when - n, ".%03d", static_cast<int>(tv.tv_usec / 1000));
+  // Local wall-clock time, so lines of several ranks (and of other tools)
+  // can be put side by side.
+  const std::string when = base::local_time_text();
   const int rank = g_log_rank.load(std::memory_order_relaxed);
   char who[48];
   if (rank >= 0) {
@@ -43,7 +36,7 @@ void log_line(env::LogLevel level, const std::string& line) {
     std::snprintf(who, sizeof who, "pid %d", static_cast<int>(getpid()));
   }
   // One fprintf per line keeps lines of concurrent ranks from interleaving.
-  std::fprintf(stderr, "%s gang[%s] %s: %s\n", when, who,
+  std::fprintf(stderr, "%s gang[%s] %s: %s\n", when.c_str(), who,
                kNames[static_cast<int>(level)], line.c_str());
 }
 

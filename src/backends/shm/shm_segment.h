@@ -27,10 +27,11 @@ constexpr int kChannels = 3;
 constexpr size_t kLine = 64;
 
 // What a rank says about the operation it is in, for the others to check.
-// Published like a seqlock: the writer clears `turn` (kUnpublished), fills
-// the rest and stores `turn` last; a reader that finds the turn it expects
-// before and after copying the rest has a whole description. So a rank may
-// read a peer's description while it waits, not only after a meeting.
+// Published by its turn: the writer clears `turn` (kUnpublished), fills the
+// rest and stores `turn` last (release); a reader that finds the turn it
+// expects (acquire) has the whole description, since a rank never rewrites
+// a description a peer may still expect (kDescs below). So a rank may read
+// a peer's description while it waits, not only after a meeting.
 struct OpDesc {
   std::atomic<uint64_t> turn;  // the operation's number on its channel
   uint64_t seq;   // the core's number (a debug check shares its operation's)
@@ -60,7 +61,9 @@ struct alignas(kLine) Signal {
 // A broadcast that did not meet, as one rank ran it. `history` is a hash
 // of every such broadcast on the channel up to this one (number, seq,
 // root, dtype, count): two ranks with equal histories ran the same ones.
-// Kept for the last kRecent by number, so that a difference can be named.
+// Kept for the last kRecent by number, so that a difference can be named;
+// published like OpDesc, by `number` (ranks are at most a few broadcasts
+// apart, well within kRecent).
 struct BroadcastRecord {
   std::atomic<uint64_t> number;  // published last; kUnpublished while written
   uint64_t turn;                 // the operation's turn on the channel
