@@ -1,6 +1,5 @@
 #include "backends/gloo/gloo_frames.h"
 
-#include <algorithm>
 
 #include <gloo/common/error.h>
 #include <gloo/types.h>
@@ -69,7 +68,6 @@ Frame make_frame(const core::Operation& op, uint64_t to_you,
   Frame f;
   std::memset(&f, 0, sizeof f);
   f.magic = kFrameMagic;
-  f.trailer = kFrameMagic;
   f.kind = static_cast<uint8_t>(a.kind);
   f.dtype = static_cast<uint8_t>(a.dtype);
   f.op = core::is_reduction(a.kind) ? static_cast<uint8_t>(a.op) : 0;
@@ -196,10 +194,11 @@ void Transfers::rethrow(const ::gloo::Exception& e,
   // type; the deadline tells them apart.
   if (core::Clock::now() >= deadline_ - Millis(50) ||
       what.find("Timed out") != std::string::npos) {
+    const bool one = awaited.size() == 1;
     fail(Status::kTimeout, "timed out waiting ", is_send ? "to send to " : "for ",
-         rank_list(awaited), " (", rank_list(awaited),
-         awaited.size() == 1 ? " has" : " have",
-         " not reached this operation, or hang in an earlier one)");
+         rank_list(awaited), " (", one ? "it has" : "they have",
+         " not reached this operation, or ", one ? "is" : "are",
+         " stuck in an earlier one)");
   }
   fail(Status::kPeerLost, "lost the connection to ", rank_list(awaited), ": ",
        what);
@@ -219,20 +218,20 @@ void Transfers::wait() {
   pending_.clear();
 }
 
-void Transfers::wait_recv_any(::gloo::transport::UnboundBuffer* b,
-                              const std::vector<int>& awaited) {
-  bool ok = false;
-  try {
-    ok = b->waitRecv(left(awaited));
-  } catch (const ::gloo::Exception& e) {
-    rethrow(e, awaited, false);
-  }
-  if (!ok) fail(Status::kAborted, "the transfer was aborted");
+void Transfers::wait_one(::gloo::transport::UnboundBuffer* b) {
   for (auto it = pending_.begin(); it != pending_.end(); ++it) {
-    if (it->buffer == b && !it->is_send) {
-      pending_.erase(it);
-      break;
+    if (it->buffer != b) continue;
+    const Pending p = *it;
+    pending_.erase(it);
+    bool ok = false;
+    try {
+      ok = p.is_send ? p.buffer->waitSend(left({p.peer}))
+                     : p.buffer->waitRecv(left({p.peer}));
+    } catch (const ::gloo::Exception& e) {
+      rethrow(e, {p.peer}, p.is_send);
     }
+    if (!ok) fail(Status::kAborted, "the transfer was aborted");
+    return;
   }
 }
 
@@ -248,28 +247,22 @@ void exchange_frames(const std::shared_ptr<::gloo::Context>& ctx,
   constexpr size_t F = sizeof(Frame);
   Transfers t(ctx, waits, deadline);
   auto* out = t.buffer(frames_out.data(), frames_out.size() * F);
-  auto* in = t.buffer(frames_in.data(), frames_in.size() * F);
-  for (int p : partners) {
-    t.recv(in, p, slot, static_cast<size_t>(p) * F, F);
+  // A buffer per partner: each frame is checked the moment its own receive
+  // completes (Gloo says only how many receives of a buffer completed, not
+  // which), so a partner in another operation fails this one before the
+  // wait for a later partner, which may never send. Frames are awaited in
+  // rank order; whichever rank finds a mismatch fails and closes its
+  // connections, which ends its partners' waits.
+  std::vector<::gloo::transport::UnboundBuffer*> in(partners.size());
+  for (size_t i = 0; i < partners.size(); ++i) {
+    const int p = partners[i];
+    in[i] = t.buffer(&frames_in[static_cast<size_t>(p)], F);
+    t.recv(in[i], p, slot, 0, F);
     t.send(out, p, slot, static_cast<size_t>(p) * F, F);
   }
-  // Each frame is checked once it is whole (its trailer is in): a partner
-  // in another operation fails this one at once, even while other partners
-  // never send. One wait per receive posted, whichever completes.
-  std::vector<int> awaited = partners;
-  for (size_t completed = 0; completed < partners.size(); ++completed) {
-    t.wait_recv_any(in, awaited);
-    for (auto it = awaited.begin(); it != awaited.end();) {
-      const Frame& f = frames_in[static_cast<size_t>(*it)];
-      if (__atomic_load_n(&f.trailer, __ATOMIC_ACQUIRE) != kFrameMagic) {
-        ++it;
-        continue;
-      }
-      check_frame(frames_out[static_cast<size_t>(*it)], ctx->rank, f, *it);
-      it = awaited.erase(it);
-    }
-  }
-  for (int p : awaited) {  // whole but not a frame: check_frame says so
+  for (size_t i = 0; i < partners.size(); ++i) {
+    const int p = partners[i];
+    t.wait_one(in[i]);
     check_frame(frames_out[static_cast<size_t>(p)], ctx->rank,
                 frames_in[static_cast<size_t>(p)], p);
   }

@@ -28,7 +28,7 @@
 
 namespace gang::backends::gloo_impl {
 
-constexpr size_t kInlineBytes = 68;
+constexpr size_t kInlineBytes = 72;
 
 struct Frame {
   uint32_t magic;
@@ -44,9 +44,6 @@ struct Frame {
   uint64_t to_you;       // payload bytes the sender sends the receiver
   uint64_t from_you;     // payload bytes the sender expects from the receiver
   uint8_t data[kInlineBytes];
-  // The magic again, last: a receiver that sees it knows the whole frame is
-  // in (bytes arrive in order), before Gloo says which receive completed.
-  uint32_t trailer;
 };
 static_assert(sizeof(Frame) == 128, "frames are 128 bytes on the wire");
 
@@ -110,11 +107,9 @@ class Transfers {
   // Waits for everything posted so far. A timeout or a lost connection
   // names the rank the wait was for.
   void wait();
-  // Waits until one more of the receives posted on `b` completes (Gloo
-  // does not reliably say which); `awaited` names who is missing when the
-  // wait times out.
-  void wait_recv_any(::gloo::transport::UnboundBuffer* b,
-                     const std::vector<int>& awaited);
+  // Waits for the one transfer posted on `b` (a buffer of its own), ahead
+  // of the others.
+  void wait_one(::gloo::transport::UnboundBuffer* b);
 
  private:
   struct Pending {
