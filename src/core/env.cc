@@ -67,7 +67,8 @@ void torch_master(Launch* l) { torch_master_from(raw, l); }
 
 std::string flight_recorder_path() {
   const char* v = raw("GANG_FLIGHT_RECORDER");
-  return v ? v : "";
+  if (!v || std::strcmp(v, "0") == 0 || std::strcmp(v, "off") == 0) return "";
+  return v;
 }
 
 std::vector<std::string> plugin_path() {

@@ -39,8 +39,10 @@ Launch detect();
 void torch_master(Launch* l);
 
 enum class LogLevel { kError = 0, kWarn = 1, kInfo = 2, kDebug = 3 };
-// GANG_FLIGHT_RECORDER, or "": where each rank dumps its recent operations
-// when a gang fails ("%r" becomes the rank, else ".<rank>" is appended).
+// GANG_FLIGHT_RECORDER, or "" (also for "0" and "off", which gangrun
+// passes on instead of setting one of its own): where each rank dumps its
+// recent operations when a gang fails or is asked to ("%r" becomes the
+// rank, else ".<rank>" is appended).
 std::string flight_recorder_path();
 
 // GANG_DEBUG=detail: check every operation's fingerprint across ranks;
