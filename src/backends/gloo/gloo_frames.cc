@@ -204,17 +204,19 @@ void Transfers::rethrow(const ::gloo::Exception& e,
        what);
 }
 
-void Transfers::wait() {
-  for (const Pending& p : pending_) {
-    bool ok = false;
-    try {
-      ok = p.is_send ? p.buffer->waitSend(left({p.peer}))
-                     : p.buffer->waitRecv(left({p.peer}));
-    } catch (const ::gloo::Exception& e) {
-      rethrow(e, {p.peer}, p.is_send);
-    }
-    if (!ok) fail(Status::kAborted, "the transfer was aborted");
+void Transfers::wait_for(const Pending& p) const {
+  bool ok = false;
+  try {
+    ok = p.is_send ? p.buffer->waitSend(left({p.peer}))
+                   : p.buffer->waitRecv(left({p.peer}));
+  } catch (const ::gloo::Exception& e) {
+    rethrow(e, {p.peer}, p.is_send);
   }
+  if (!ok) fail(Status::kAborted, "the transfer was aborted");
+}
+
+void Transfers::wait() {
+  for (const Pending& p : pending_) wait_for(p);
   pending_.clear();
 }
 
@@ -223,14 +225,7 @@ void Transfers::wait_one(::gloo::transport::UnboundBuffer* b) {
     if (it->buffer != b) continue;
     const Pending p = *it;
     pending_.erase(it);
-    bool ok = false;
-    try {
-      ok = p.is_send ? p.buffer->waitSend(left({p.peer}))
-                     : p.buffer->waitRecv(left({p.peer}));
-    } catch (const ::gloo::Exception& e) {
-      rethrow(e, {p.peer}, p.is_send);
-    }
-    if (!ok) fail(Status::kAborted, "the transfer was aborted");
+    wait_for(p);
     return;
   }
 }

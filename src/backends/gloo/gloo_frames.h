@@ -117,6 +117,9 @@ class Transfers {
     bool is_send;
     int peer;
   };
+  // Waits for one posted transfer; a timeout or a lost connection names
+  // its peer.
+  void wait_for(const Pending& p) const;
   std::chrono::milliseconds left(const std::vector<int>& awaited) const;
   [[noreturn]] void rethrow(const ::gloo::Exception& e,
                             const std::vector<int>& awaited, bool is_send) const;
