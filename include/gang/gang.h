@@ -141,6 +141,18 @@ typedef enum gang_device_type {
   GANG_DEVICE_TYPE_FORCE_32BIT = 0x7fffffff
 } gang_device_type_t;
 
+/** What a wait of a CUDA gang's operation waits for (see
+ *  gang_set_cuda_completion). */
+typedef enum gang_cuda_completion {
+  /* The host, until the operation has ended on the device (the default). */
+  GANG_CUDA_COMPLETION_HOST = 0,
+  /* Only that the caller's stream is ordered after the operation, as NCCL
+   * and torch.distributed do: the call returns without waiting for the
+   * device. */
+  GANG_CUDA_COMPLETION_STREAM = 1,
+  GANG_CUDA_COMPLETION_FORCE_32BIT = 0x7fffffff
+} gang_cuda_completion_t;
+
 /** The size of one element of dtype in bytes; 0 for an invalid dtype. */
 GANG_API size_t gang_dtype_size(gang_dtype_t dtype);
 
@@ -439,8 +451,32 @@ GANG_API gang_status_t gang_set_timeout(gang_t* gang, int64_t timeout_ms);
 
 /** Sets the CUDA stream operations are ordered on (cudaStream_t as a void*;
  *  NULL is the legacy default stream). A CPU gang accepts only NULL: a
- *  non-NULL stream is GANG_ERR_UNSUPPORTED. */
+ *  non-NULL stream is GANG_ERR_UNSUPPORTED.
+ *
+ *  The stream contract of a CUDA gang (that of torch.distributed's NCCL
+ *  backend): an operation reads its input only after the work queued on the
+ *  caller's stream before the call (the stream set here; without one, the
+ *  legacy default stream, while the operation itself runs on a stream of
+ *  the gang's). A blocking call, and gang_work_wait, make the caller's
+ *  stream wait for the result; with GANG_CUDA_COMPLETION_HOST (the default)
+ *  they also wait on the host until the device is done, with
+ *  GANG_CUDA_COMPLETION_STREAM they return once the result is ordered on
+ *  the stream. gang_work_test always tells whether the device is done.
+ *
+ *  CUDA graphs: operations issued while the set stream is capturing are
+ *  enqueued into the graph and nothing else (no event, no host wait); their
+ *  blocking calls return at once, and every launch of the graph runs them.
+ *  A gang with no stream set cannot be captured (its operations run on the
+ *  legacy stream's side). */
 GANG_API gang_status_t gang_set_cuda_stream(gang_t* gang, void* stream);
+
+/** Sets what blocking calls and gang_work_wait of a CUDA gang wait for
+ *  (gang_cuda_completion_t; see gang_set_cuda_stream), for operations issued
+ *  afterwards; sub-gangs split later inherit it. A CPU gang accepts both
+ *  (its operations are done when they return). An unknown mode is
+ *  GANG_ERR_INVALID_ARGUMENT. Added in 0.2. */
+GANG_API gang_status_t gang_set_cuda_completion(gang_t* gang,
+                                                gang_cuda_completion_t mode);
 
 /** The gang's timeout in milliseconds; -1 for a NULL gang. */
 GANG_API int64_t gang_get_timeout(const gang_t* gang);

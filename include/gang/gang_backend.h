@@ -287,9 +287,30 @@ typedef struct gang_backend_op {
    * GANG_BACKEND_STREAM_ORDERED backends: the one gang_set_cuda_stream
    * named, GANG_BACKEND_LEGACY_STREAM if it named NULL (the legacy default
    * stream), or NULL if the gang set none: the module then uses a stream of
-   * its own. NULL for other backends. */
+   * its own, which waits for the legacy default stream before the operation
+   * reads its input (the caller's work there comes first). NULL for other
+   * backends. */
   void* stream;
+
+  /* ---- appended after the first release: read them only when struct_size
+   *      covers them ---- */
+
+  /* GANG_BACKEND_STREAM_ORDERED backends: what wait() of this operation's
+   * work waits for (gang_backend_completion_t): the host until the work
+   * ended (GANG_BACKEND_COMPLETION_HOST, 0), or only that the caller's
+   * stream is ordered after it (GANG_BACKEND_COMPLETION_STREAM): wait then
+   * returns GANG_OK at once unless the instance failed, and the module
+   * keeps timing the work after work_free. 0 for other backends. */
+  int32_t completion;
+  int32_t reserved; /* 0 */
 } gang_backend_op_t;
+
+/** gang_backend_op_t.completion. Append-only. */
+typedef enum gang_backend_completion {
+  GANG_BACKEND_COMPLETION_HOST = 0,
+  GANG_BACKEND_COMPLETION_STREAM = 1,
+  GANG_BACKEND_COMPLETION_FORCE_32BIT = 0x7fffffff
+} gang_backend_completion_t;
 
 /** gang_backend_op_t.stream when the user chose CUDA's legacy default
  *  stream: the value of cudaStreamLegacy, which CUDA calls accept. */
@@ -432,6 +453,12 @@ struct gang_backend {
    *  the parent gang. May be NULL: gang always calls create. */
   gang_status_t (*split)(void* parent, const gang_backend_config_t* config,
                          void** backend, char* err, size_t err_len);
+
+  /** The device ordinal the instance runs on, as create resolved it (from
+   *  config->device_index, or the module's choice when that was -1); what
+   *  gang_device_index() reports. May be NULL: gang reports the ordinal it
+   *  asked for. */
+  int32_t (*device_index)(void* backend);
 };
 
 GANG_END_DECLS

@@ -197,6 +197,19 @@ GANG_API gang_status_t gang_set_cuda_stream(gang_t* g, void* stream) {
   GANG_ABI_CATCH
 }
 
+GANG_API gang_status_t gang_set_cuda_completion(gang_t* g, gang_cuda_completion_t mode) {
+  GANG_ABI_TRY
+  auto impl = pin_gang(g, "gang_set_cuda_completion");
+  if (mode != GANG_CUDA_COMPLETION_HOST && mode != GANG_CUDA_COMPLETION_STREAM) {
+    gang::fail(Status::kInvalidArgument, "gang_set_cuda_completion: mode ",
+               static_cast<int>(mode), " is neither GANG_CUDA_COMPLETION_HOST nor "
+               "GANG_CUDA_COMPLETION_STREAM");
+  }
+  impl->set_stream_completion(mode == GANG_CUDA_COMPLETION_STREAM);
+  return GANG_OK;
+  GANG_ABI_CATCH
+}
+
 GANG_API int64_t gang_get_timeout(const gang_t* g) {
   try {
     return pin_gang(g, "gang_get_timeout")->timeout().count();

@@ -74,6 +74,10 @@ struct Operation {
   // legacy default one, or null when the gang set none (the backend's own;
   // always null for host backends).
   void* stream = nullptr;
+  // Device backends: a wait of the operation's work orders the caller's
+  // stream after it and returns, without waiting on the host for the
+  // device (gang_set_cuda_completion's GANG_CUDA_COMPLETION_STREAM).
+  bool stream_completion = false;
 };
 
 // Operation::stream for CUDA's legacy default stream (the value of
@@ -139,6 +143,10 @@ class Backend {
 
   virtual const char* name() const = 0;
   virtual const Capabilities& capabilities() const = 0;
+
+  // The device ordinal the backend runs on as it resolved it (a device
+  // backend asked for -1 picks one); -1 if it does not say.
+  virtual int device_index() const { return -1; }
 
   // Whether op over dtype can be reduced. Called before issue.
   virtual bool supports(ReduceOp op, DType dtype) const = 0;

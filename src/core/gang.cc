@@ -161,6 +161,7 @@ std::shared_ptr<Work> Gang::submit(std::vector<CollectiveArgs> ops,
 
   const Clock::time_point deadline = deadline_after(timeout());
   void* const stream = stream_.load();
+  const bool stream_completion = stream_completion_.load(std::memory_order_relaxed);
   // Point-to-point on a tagged backend is posted now; everything else goes
   // to the executor, in issue order.
   const bool post_now = caps_->tagged_p2p;
@@ -179,6 +180,7 @@ std::shared_ptr<Work> Gang::submit(std::vector<CollectiveArgs> ops,
       op.seq = p2p ? 0 : next_seq_++;
       op.deadline = deadline;
       op.stream = stream;
+      op.stream_completion = stream_completion;
       op.args = std::move(args);
       if (recorder_) recorder_->issued(id, op.seq, op.args);
       if (p2p && post_now) {

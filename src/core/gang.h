@@ -86,6 +86,12 @@ class Gang : public std::enable_shared_from_this<Gang> {
   // them NULL is the legacy default stream (kLegacyStream for the backend);
   // a gang that set none leaves the backend its own stream.
   void set_stream(void* stream);
+  // gang_set_cuda_completion: whether waits of device operations (and
+  // blocking calls) return once the caller's stream is ordered after them,
+  // instead of once the device is done. CPU gangs accept either: their
+  // operations are done on the host when they end.
+  void set_stream_completion(bool on) { stream_completion_.store(on); }
+  bool stream_completion() const { return stream_completion_.load(); }
   bool supports(ReduceOp op, DType dtype) const;
   // kOk while the gang is healthy, else the status that failed it (also an
   // error the backend noticed on its own).
@@ -231,6 +237,7 @@ class Gang : public std::enable_shared_from_this<Gang> {
   bool debug_ = false;  // fingerprint every collective
   std::atomic<int64_t> timeout_ms_{0};
   std::atomic<void*> stream_{nullptr};  // as Operation::stream has it
+  std::atomic<bool> stream_completion_{false};
 
   // Backend and rendezvous.
   std::unique_ptr<Backend> backend_;

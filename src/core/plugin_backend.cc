@@ -29,7 +29,8 @@ static_assert(sizeof(void*) != 8 ||
                    offsetof(gang_backend_op_t, send) == 32 &&
                    offsetof(gang_backend_op_t, seq) == 80 &&
                    offsetof(gang_backend_op_t, stream) == 96 &&
-                   sizeof(gang_backend_op_t) == 104),
+                   offsetof(gang_backend_op_t, completion) == 104 &&
+                   sizeof(gang_backend_op_t) == 112),
               "gang_backend_op_t has padding");
 static_assert(sizeof(void*) != 8 ||
                   (offsetof(gang_backend_t, abi_version) == 8 &&
@@ -37,7 +38,8 @@ static_assert(sizeof(void*) != 8 ||
                    offsetof(gang_backend_t, flags) == 28 &&
                    offsetof(gang_backend_t, probe) == 32 &&
                    offsetof(gang_backend_t, split) == 120 &&
-                   sizeof(gang_backend_t) == 128),
+                   offsetof(gang_backend_t, device_index) == 128 &&
+                   sizeof(gang_backend_t) == 136),
               "gang_backend_t has padding");
 static_assert(sizeof(gang_backend_store_t) == 5 * sizeof(void*),
               "gang_backend_store_t has padding");
@@ -320,6 +322,9 @@ void translate(const Operation& op, gang_backend_op_t* out) {
   out->seq = op.seq;
   out->deadline_ns = to_ns(op.deadline);
   out->stream = op.stream;
+  out->completion = op.stream_completion ? GANG_BACKEND_COMPLETION_STREAM
+                                         : GANG_BACKEND_COMPLETION_HOST;
+  out->reserved = 0;
 }
 
 // ---- the store, as callbacks ------------------------------------------------
@@ -550,6 +555,15 @@ const char* PluginBackend::name() const { return instance_->table->name; }
 const gang_backend_t* PluginBackend::table() const { return instance_->table; }
 
 void* PluginBackend::handle() const { return instance_->handle; }
+
+int PluginBackend::device_index() const {
+  const gang_backend_t* t = instance_->table;
+  if (t->struct_size < offsetof(gang_backend_t, device_index) + sizeof t->device_index ||
+      t->device_index == nullptr) {
+    return -1;
+  }
+  return t->device_index(instance_->handle);
+}
 
 bool PluginBackend::supports(ReduceOp op, DType dtype) const {
   return instance_->table->supports(instance_->handle, to_c(op), to_c(dtype)) !=

@@ -28,6 +28,7 @@ class PluginBackend final : public Backend {
   const char* name() const override;
   const Capabilities& capabilities() const override { return caps_; }
   bool supports(ReduceOp op, DType dtype) const override;
+  int device_index() const override;
   BackendWorkPtr post(const Operation& op) override;
   BackendWorkPtr post_group(const std::vector<Operation>& ops) override;
   Status poll_error(std::string* message) override;

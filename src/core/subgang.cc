@@ -174,6 +174,7 @@ std::shared_ptr<Gang> Gang::make_child(Setup s) {
   const int new_size = s.size;
   auto child = make(std::move(s));
   child->stream_.store(stream_.load());
+  child->stream_completion_.store(stream_completion_.load());
   GANG_LOG(kInfo, "created sub-gang \"", child->name(), "\" rank ", new_rank,
            " of ", new_size);
   return child;

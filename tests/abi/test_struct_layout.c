@@ -103,7 +103,9 @@ FIELD(gang_backend_op_t, ncounts, 72);
 FIELD(gang_backend_op_t, seq, 80);
 FIELD(gang_backend_op_t, deadline_ns, 88);
 FIELD(gang_backend_op_t, stream, 96);
-SIZE(gang_backend_op_t, 104);
+FIELD(gang_backend_op_t, completion, 104);
+FIELD(gang_backend_op_t, reserved, 108);
+SIZE(gang_backend_op_t, 112);
 FIELD(gang_backend_t, struct_size, 0);
 FIELD(gang_backend_t, abi_version, 8);
 FIELD(gang_backend_t, device_types, 12);
@@ -122,7 +124,8 @@ FIELD(gang_backend_t, poll_error, 96);
 FIELD(gang_backend_t, finalize, 104);
 FIELD(gang_backend_t, abort, 112);
 FIELD(gang_backend_t, split, 120);
-SIZE(gang_backend_t, 128);
+FIELD(gang_backend_t, device_index, 128);
+SIZE(gang_backend_t, 136);
 #endif
 #if GANG_LAYOUT_ILP32
 FIELD(gang_options_t, struct_size, 0);
@@ -198,7 +201,9 @@ FIELD(gang_backend_op_t, ncounts, 48);
 FIELD(gang_backend_op_t, seq, 52);
 FIELD(gang_backend_op_t, deadline_ns, 60);
 FIELD(gang_backend_op_t, stream, 68);
-SIZE(gang_backend_op_t, 72);
+FIELD(gang_backend_op_t, completion, 72);
+FIELD(gang_backend_op_t, reserved, 76);
+SIZE(gang_backend_op_t, 80);
 FIELD(gang_backend_t, struct_size, 0);
 FIELD(gang_backend_t, abi_version, 4);
 FIELD(gang_backend_t, device_types, 8);
@@ -217,7 +222,8 @@ FIELD(gang_backend_t, poll_error, 56);
 FIELD(gang_backend_t, finalize, 60);
 FIELD(gang_backend_t, abort, 64);
 FIELD(gang_backend_t, split, 68);
-SIZE(gang_backend_t, 72);
+FIELD(gang_backend_t, device_index, 72);
+SIZE(gang_backend_t, 76);
 #endif
 
 int main(void) {

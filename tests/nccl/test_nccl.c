@@ -17,6 +17,24 @@
  * abort: gang_abort from another thread ends a blocked all-reduce.
  * unavailable: no device, and a missing libnccl, are GANG_ERR_UNAVAILABLE
  *   within a second naming the cause, and a CPU gang still works after.
+ *
+ * The strict double (GANG_DOUBLE_STRICT=1, as CTest runs nccl.double.*)
+ * aborts a rank that breaks a rule of the real libraries; besides, these
+ * cases hold the module to c10d's contract:
+ * late_input: an input written 200 ms late on the caller's stream (the
+ *   legacy stream with no stream set, and a stream the gang was given) is
+ *   read only once written, blocking and with a work.
+ * device_guard: the gang reports the device it resolved, every call leaves
+ *   the caller's thread on the device it was on, and a work waited for
+ *   from a thread that never chose a device orders the gang device's
+ *   stream.
+ * in_progress: every collective and group returns ncclInProgress (as NCCL
+ *   2.23+ on a non-blocking communicator) and results stay right.
+ * teardown: gang_abort returns at once although NCCL's abort takes 500 ms,
+ *   and an orderly destroy finalizes (300 ms on the double) without the 3 s
+ *   an unfinalized ncclCommDestroy takes.
+ * capture: an all-reduce captured into a CUDA graph runs at each launch.
+ * pooled: no cudaEventCreate per operation once warm.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -44,6 +62,8 @@
  * CUDA, so the same binary runs on the double and on a GPU. */
 static struct {
   int (*GetDeviceCount)(int*);
+  int (*SetDevice)(int);
+  int (*GetDevice)(int*);
   int (*Malloc)(void**, size_t);
   int (*Free)(void*);
   int (*Memcpy)(void*, const void*, size_t, int);
@@ -56,6 +76,12 @@ static struct {
   int (*StreamWaitEvent)(void*, void*, unsigned);
   int (*LaunchHostFunc)(void*, void (*)(void*), void*);
   int (*DeviceSynchronize)(void);
+  int (*StreamBeginCapture)(void*, int);
+  int (*StreamEndCapture)(void*, void**);
+  int (*GraphInstantiate)(void**, void*, unsigned long long);
+  int (*GraphLaunch)(void*, void*);
+  int (*GraphExecDestroy)(void*);
+  int (*GraphDestroy)(void*);
 } cu;
 
 static const char* no_gpu_reason(void) {
@@ -68,6 +94,8 @@ static const char* no_gpu_reason(void) {
   }
 #define LOAD(f) *(void**)&cu.f = dlsym(lib, "cuda" #f)
   LOAD(GetDeviceCount);
+  LOAD(SetDevice);
+  LOAD(GetDevice);
   LOAD(Malloc);
   LOAD(Free);
   LOAD(Memcpy);
@@ -80,6 +108,12 @@ static const char* no_gpu_reason(void) {
   LOAD(StreamWaitEvent);
   LOAD(LaunchHostFunc);
   LOAD(DeviceSynchronize);
+  LOAD(StreamBeginCapture);
+  LOAD(StreamEndCapture);
+  LOAD(GraphInstantiate);
+  LOAD(GraphLaunch);
+  LOAD(GraphExecDestroy);
+  LOAD(GraphDestroy);
 #undef LOAD
   if (cu.GetDeviceCount == NULL) {
     snprintf(why, sizeof why, "the CUDA runtime has no cudaGetDeviceCount");
@@ -113,6 +147,13 @@ static gang_t* cuda_gang(int rank, int size, const char* url, int64_t timeout_ms
   o.timeout_ms = timeout_ms;
   if (gang_create(&o, &g) != GANG_OK) {
     fprintf(stderr, "[rank %d] gang_create: %s\n", rank, gang_last_error());
+    return NULL;
+  }
+  /* The device the gang resolved (local rank % visible devices): this
+   * thread's buffers and streams belong there. */
+  if (gang_device_index(g) < 0 || cu.SetDevice(gang_device_index(g)) != 0) {
+    fprintf(stderr, "[rank %d] gang_device_index: %d\n", rank, gang_device_index(g));
+    gang_destroy(g);
     return NULL;
   }
   return g;
@@ -488,6 +529,274 @@ static int split(int rank, int size, const char* url, void* arg) {
 
 static void test_split(void** s) { (void)s; run_or_skip(4, split); }
 
+/* ---- c10d's stream contract ------------------------------------------------ */
+
+#define LATE_N 65536
+
+/* Queues, on stream s, a 200 ms pause and then the copy of x into d. */
+static void write_late(void* s, float* d, const float* x) {
+  cu.LaunchHostFunc(s, slow, NULL);
+  cu.MemcpyAsync(d, x, LATE_N * sizeof(float), MEMCPY_DEFAULT, s);
+}
+
+static int count_wrong(float* d, int size) {
+  static float h[LATE_N];
+  int wrong = 0, i;
+  to_host(h, d, sizeof h);
+  for (i = 0; i < LATE_N; ++i) wrong += h[i] != (float)(size * (size + 1) / 2);
+  return wrong;
+}
+
+static int late_input(int rank, int size, const char* url, void* arg) {
+  gang_t* g = cuda_gang(rank, size, url, 60000);
+  static float x[LATE_N], zero[LATE_N];
+  float* d = dalloc(sizeof x);
+  void* user = NULL;
+  gang_work_t* w = NULL;
+  int i, wrong;
+  (void)arg;
+  CHECK(g != NULL && d != NULL, "setup");
+  for (i = 0; i < LATE_N; ++i) x[i] = (float)(rank + 1);
+  /* No stream set: the legacy default stream is the caller's. */
+  to_dev(d, zero, sizeof zero);
+  write_late(NULL, d, x);
+  CHECK_OK(gang_all_reduce(g, d, d, LATE_N, GANG_FLOAT32, GANG_SUM, NULL));
+  wrong = count_wrong(d, size);
+  CHECK(wrong == 0, "blocking, no stream set: %d of %d elements wrong (the input was read "
+        "before the legacy stream wrote it)", wrong, LATE_N);
+  to_dev(d, zero, sizeof zero);
+  write_late(NULL, d, x);
+  CHECK_OK(gang_all_reduce(g, d, d, LATE_N, GANG_FLOAT32, GANG_SUM, &w));
+  CHECK_OK(gang_work_wait(w, -1));
+  CHECK_OK(gang_work_destroy(w));
+  wrong = count_wrong(d, size);
+  CHECK(wrong == 0, "work, no stream set: %d of %d elements wrong", wrong, LATE_N);
+  /* A stream of the user's. */
+  CHECK(cu.StreamCreate(&user) == 0, "stream");
+  CHECK_OK(gang_set_cuda_stream(g, user));
+  to_dev(d, zero, sizeof zero);
+  write_late(user, d, x);
+  CHECK_OK(gang_all_reduce(g, d, d, LATE_N, GANG_FLOAT32, GANG_SUM, NULL));
+  wrong = count_wrong(d, size);
+  CHECK(wrong == 0, "user stream: %d of %d elements wrong", wrong, LATE_N);
+  CHECK_OK(gang_destroy(g));
+  cu.StreamDestroy(user);
+  cu.Free(d);
+  return 0;
+}
+
+static void test_late_input(void** s) { (void)s; run_or_skip(2, late_input); }
+
+/* ---- devices --------------------------------------------------------------- */
+
+struct waiter {
+  gang_work_t* w;
+  gang_status_t st;
+};
+
+static void* wait_elsewhere(void* p) {
+  struct waiter* a = p;
+  a->st = gang_work_wait(a->w, -1);
+  return NULL;
+}
+
+static int device_guard(int rank, int size, const char* url, void* arg) {
+  gang_t* g = cuda_gang(rank, size, url, 60000);
+  int count = 0, dev = -1, other;
+  float x = (float)(rank + 1), *d;
+  struct waiter a = {NULL, GANG_ERR_INTERNAL};
+  pthread_t t;
+  (void)arg;
+  CHECK(g != NULL, "setup");
+  CHECK(cu.GetDeviceCount(&count) == 0 && count > 0, "devices");
+  if (count < size) {
+    CHECK_OK(gang_destroy(g));
+    return 0; /* the caller skipped already, saying why */
+  }
+  CHECK(gang_device_index(g) == rank % count, "gang_device_index %d, expected %d (local rank "
+        "%% visible devices)", gang_device_index(g), rank % count);
+  d = dalloc(sizeof x);
+  CHECK(d != NULL, "alloc");
+  to_dev(d, &x, sizeof x);
+  /* The caller's thread is on another device: it stays there. */
+  other = (rank + 1) % count;
+  CHECK(cu.SetDevice(other) == 0, "cudaSetDevice");
+  CHECK_OK(gang_all_reduce(g, d, d, 1, GANG_FLOAT32, GANG_SUM, &a.w));
+  CHECK(cu.GetDevice(&dev) == 0 && dev == other, "the call left this thread on device %d, "
+        "not %d", dev, other);
+  /* Waited for from a thread that never chose a device. */
+  CHECK(pthread_create(&t, NULL, wait_elsewhere, &a) == 0, "thread");
+  pthread_join(t, NULL);
+  CHECK_OK(a.st);
+  CHECK_OK(gang_work_destroy(a.w));
+  CHECK_OK(gang_barrier(g, NULL));
+  CHECK(cu.GetDevice(&dev) == 0 && dev == other, "the barrier left this thread on device %d",
+        dev);
+  CHECK(cu.SetDevice(gang_device_index(g)) == 0, "back");
+  to_host(&x, d, sizeof x);
+  CHECK(x == (float)(size * (size + 1) / 2), "sum %g", x);
+  CHECK_OK(gang_destroy(g));
+  return 0;
+}
+
+static void test_device_guard(void** s) {
+  const char* why = no_gpu_reason();
+  int count = 0;
+  (void)s;
+  if (why == NULL && on_double() == 0) {
+    const pid_t pid = fork();
+    int status = 0;
+    if (pid == 0) _exit(cu.GetDeviceCount(&count) == 0 && count >= 2 ? 0 : 1);
+    if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status)) {
+      why = "fewer than 2 GPUs are visible (NCCL takes one GPU per rank)";
+    }
+  }
+  if (why != NULL) {
+    print_message("skipped: %s\n", why);
+    skip();
+  }
+  assert_int_equal(gang_test_run_procs(2, device_guard, NULL, WALL_S), 0);
+}
+
+/* ---- in progress ----------------------------------------------------------- */
+
+static void test_in_progress(void** s) {
+  const char* why = no_gpu_reason();
+  (void)s;
+  if (why == NULL && !on_double()) why = "ncclInProgress is forced by the host double only";
+  if (why != NULL) {
+    print_message("skipped: %s\n", why);
+    skip();
+  }
+  setenv("GANG_NCCL_DOUBLE_INPROGRESS", "always", 1);
+  assert_int_equal(gang_test_run_procs(2, matrix, NULL, WALL_S), 0);
+  assert_int_equal(gang_test_run_procs(2, group, NULL, WALL_S), 0);
+  assert_int_equal(gang_test_run_procs(4, split, NULL, WALL_S), 0);
+  unsetenv("GANG_NCCL_DOUBLE_INPROGRESS");
+}
+
+/* ---- teardown -------------------------------------------------------------- */
+
+static int teardown(int rank, int size, const char* url, void* arg) {
+  gang_t* g = cuda_gang(rank, size, url, 30000);
+  gang_t* h = cuda_gang(rank, size, url, 30000);
+  float* d = dalloc(16 * sizeof(float));
+  int64_t t0;
+  (void)arg;
+  CHECK(g != NULL && h != NULL && d != NULL, "setup");
+  CHECK_OK(gang_all_reduce(g, d, d, 16, GANG_FLOAT32, GANG_SUM, NULL));
+  CHECK_OK(gang_all_reduce(h, d, d, 16, GANG_FLOAT32, GANG_SUM, NULL));
+  /* Orderly: finalized, then destroyed, without the wait of an unfinalized
+   * destroy. */
+  t0 = gang_test_now_ms();
+  CHECK_OK(gang_destroy(g));
+  CHECK(gang_test_now_ms() - t0 < 2500, "an orderly destroy took %lld ms",
+        (long long)(gang_test_now_ms() - t0));
+  /* Abort returns at once; NCCL's abort runs elsewhere. */
+  t0 = gang_test_now_ms();
+  CHECK_OK(gang_abort(h));
+  CHECK(gang_test_now_ms() - t0 < 250, "gang_abort took %lld ms",
+        (long long)(gang_test_now_ms() - t0));
+  CHECK_STATUS(gang_all_reduce(h, d, d, 16, GANG_FLOAT32, GANG_SUM, NULL), GANG_ERR_ABORTED);
+  t0 = gang_test_now_ms();
+  gang_destroy(h);
+  CHECK(gang_test_now_ms() - t0 < 2500, "destroying an aborted gang took %lld ms",
+        (long long)(gang_test_now_ms() - t0));
+  return 0;
+}
+
+static void test_teardown(void** s) { (void)s; run_or_skip(2, teardown); }
+
+/* ---- CUDA graphs ----------------------------------------------------------- */
+
+static int captured(int rank, int size, const char* url, void* arg) {
+  gang_t* g = cuda_gang(rank, size, url, 60000);
+  float x = 1, *d = dalloc(sizeof x);
+  void *s = NULL, *graph = NULL, *exec = NULL;
+  int64_t t0;
+  int i;
+  (void)arg;
+  CHECK(g != NULL && d != NULL, "setup");
+  if (cu.StreamBeginCapture == NULL || cu.GraphLaunch == NULL) {
+    gang_destroy(g);
+    return 0;
+  }
+  to_dev(d, &x, sizeof x);
+  CHECK(cu.StreamCreate(&s) == 0, "stream");
+  CHECK_OK(gang_set_cuda_stream(g, s));
+  CHECK(cu.StreamBeginCapture(s, 0) == 0, "cudaStreamBeginCapture");
+  t0 = gang_test_now_ms();
+  CHECK_OK(gang_all_reduce(g, d, d, 1, GANG_FLOAT32, GANG_SUM, NULL));
+  CHECK(gang_test_now_ms() - t0 < 1000, "a captured all-reduce blocked %lld ms",
+        (long long)(gang_test_now_ms() - t0));
+  CHECK(cu.StreamEndCapture(s, &graph) == 0 && graph != NULL,
+        "the capture was invalidated (an event or a host wait on the capturing stream?)");
+  CHECK(cu.GraphInstantiate(&exec, graph, 0) == 0, "cudaGraphInstantiate");
+  for (i = 0; i < 3; ++i) CHECK(cu.GraphLaunch(exec, s) == 0, "cudaGraphLaunch");
+  cu.StreamSynchronize(s);
+  to_host(&x, d, sizeof x);
+  CHECK(x == (float)(size * size * size), "after 3 launches: %g, expected %d", x, size * size * size);
+  /* The gang goes on outside the capture. */
+  CHECK_OK(gang_all_reduce(g, d, d, 1, GANG_FLOAT32, GANG_SUM, NULL));
+  cu.StreamSynchronize(s);
+  to_host(&x, d, sizeof x);
+  CHECK(x == (float)(size * size * size * size), "after the capture: %g", x);
+  cu.GraphExecDestroy(exec);
+  cu.GraphDestroy(graph);
+  CHECK_OK(gang_destroy(g));
+  cu.StreamDestroy(s);
+  return 0;
+}
+
+static void test_capture(void** s) { (void)s; run_or_skip(2, captured); }
+
+/* ---- pooled events ----------------------------------------------------------- */
+
+static long events_created(void) {
+  void* lib = dlopen("libcudart.so.13", RTLD_NOW | RTLD_NOLOAD);
+  long (*count)(void) = NULL;
+  long n = -1;
+  if (lib == NULL) return -1;
+  *(void**)&count = dlsym(lib, "gang_cuda_double_events_created");
+  if (count != NULL) n = count();
+  dlclose(lib);
+  return n;
+}
+
+static int pooled(int rank, int size, const char* url, void* arg) {
+  gang_t* g = cuda_gang(rank, size, url, 60000);
+  float* d = dalloc(64 * sizeof(float));
+  long before, after;
+  int i;
+  (void)arg;
+  CHECK(g != NULL && d != NULL, "setup");
+  for (i = 0; i < 10; ++i) CHECK_OK(gang_all_reduce(g, d, d, 64, GANG_FLOAT32, GANG_SUM, NULL));
+  before = events_created();
+  for (i = 0; i < 200; ++i) {
+    gang_work_t* w = NULL;
+    CHECK_OK(gang_all_reduce(g, d, d, 64, GANG_FLOAT32, GANG_SUM, i % 2 ? &w : NULL));
+    if (w != NULL) {
+      CHECK_OK(gang_work_wait(w, -1));
+      CHECK_OK(gang_work_destroy(w));
+    }
+  }
+  after = events_created();
+  CHECK(after - before == 0, "%ld cudaEventCreate calls in 200 operations", after - before);
+  CHECK_OK(gang_destroy(g));
+  return 0;
+}
+
+static void test_pooled(void** s) {
+  const char* why = no_gpu_reason();
+  (void)s;
+  if (why == NULL && !on_double()) why = "the host double counts cudaEventCreate";
+  if (why != NULL) {
+    print_message("skipped: %s\n", why);
+    skip();
+  }
+  assert_int_equal(gang_test_run_procs(2, pooled, NULL, WALL_S), 0);
+}
+
 /* ---- failures ------------------------------------------------------------- */
 
 /* Issues all-reduces until one fails; that status must come well before the
@@ -651,6 +960,12 @@ int main(int argc, char** argv) {
       cmocka_unit_test(test_hang),     cmocka_unit_test(test_notice),
       cmocka_unit_test(test_abort),
       cmocka_unit_test(test_unavailable),
+      cmocka_unit_test(test_late_input),
+      cmocka_unit_test(test_device_guard),
+      cmocka_unit_test(test_in_progress),
+      cmocka_unit_test(test_teardown),
+      cmocka_unit_test(test_capture),
+      cmocka_unit_test(test_pooled),
   };
   if (argc > 1) {
     /* A filter that names no test would run none and pass. */

@@ -2,33 +2,75 @@
 // never installed: exactly the functions gang's NCCL backend and its tests
 // call, with "device memory" in host memory, each stream an ordered host
 // queue run by a thread of its own, and events as marks in those queues.
-// See README.md beside it.
+// See README.md beside it, which lists what the strict mode models.
 //
 // GANG_CUDA_DOUBLE_DEVICES: how many devices it reports (default 4; 0 is a
-// machine without a GPU).
+// machine without a GPU). GANG_DOUBLE_STRICT=1: the strict mode (delays
+// injected into every stream, per-object devices checked, host pointers
+// refused as device memory); a breach prints "cuda double (strict): ..." and
+// aborts the process. GANG_DOUBLE_SEED seeds its delays.
 #include <cuda_runtime_api.h>
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
+#include <cstdarg>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
+#include <random>
 #include <thread>
 #include <vector>
 
+#include "double_checks.h"
+
+namespace {
+
+bool strict_mode() {
+  static const bool on = [] {
+    const char* v = std::getenv("GANG_DOUBLE_STRICT");
+    return v != nullptr && v[0] == '1';
+  }();
+  return on;
+}
+
+// A delay for the next task of a stream in strict mode: 0 to 400 µs, seeded.
+std::chrono::microseconds next_delay() {
+  static std::mutex mu;
+  static std::mt19937 rng([] {
+    const char* v = std::getenv("GANG_DOUBLE_SEED");
+    return v != nullptr ? static_cast<unsigned>(std::strtoul(v, nullptr, 10)) : 12345u;
+  }());
+  std::lock_guard<std::mutex> lock(mu);
+  return std::chrono::microseconds(rng() % 400);
+}
+
+thread_local int current_device = 0;
+thread_local bool device_chosen = false;  // this thread called cudaSetDevice
+thread_local cudaError_t last_error = cudaSuccess;
+
+}  // namespace
+
 // The opaque types of the real headers, defined by the double.
 struct CUstream_st {
+  int device = 0;
   std::mutex mu;
   std::condition_variable cv;
   std::deque<std::function<void()>> tasks;
   uint64_t queued = 0, done = 0;
   bool stop = false;
+  // Stream capture: tasks pushed while capturing go to `captured`.
+  bool capturing = false;
+  bool capture_broken = false;
+  std::vector<std::function<void()>> captured;
   std::thread worker;
 
-  CUstream_st() : worker([this] { run(); }) {}
+  explicit CUstream_st(int dev) : device(dev), worker([this] { run(); }) {}
   ~CUstream_st() {
     {
       std::lock_guard<std::mutex> lock(mu);
@@ -40,6 +82,10 @@ struct CUstream_st {
   void push(std::function<void()> task) {
     {
       std::lock_guard<std::mutex> lock(mu);
+      if (capturing) {
+        captured.push_back(std::move(task));
+        return;
+      }
       tasks.push_back(std::move(task));
       ++queued;
     }
@@ -65,6 +111,9 @@ struct CUstream_st {
         task = std::move(tasks.front());
         tasks.pop_front();
       }
+      // Strict: work on one stream takes its time, so a stream that does
+      // not wait for another reads what that one has not written yet.
+      if (strict_mode()) std::this_thread::sleep_for(next_delay());
       task();
       {
         std::lock_guard<std::mutex> lock(mu);
@@ -96,23 +145,39 @@ struct EventMarks {
 };
 
 struct CUevent_st {
+  int device = 0;
+  bool in_capture = false;  // last recorded on a capturing stream
   std::shared_ptr<EventMarks> m = std::make_shared<EventMarks>();
+};
+
+// A captured graph: the tasks, run in order on the launching stream.
+struct CUgraph_st {
+  std::vector<std::function<void()>> tasks;
+};
+struct CUgraphExec_st {
+  std::vector<std::function<void()>> tasks;
 };
 
 namespace {
 
-thread_local int current_device = 0;
-thread_local cudaError_t last_error = cudaSuccess;
+std::atomic<long> events_created{0};
 
 int device_count() {
   const char* v = std::getenv("GANG_CUDA_DOUBLE_DEVICES");
   return v ? std::atoi(v) : 4;
 }
 
-// The legacy default stream (NULL, cudaStreamLegacy, cudaStreamPerThread).
+// The legacy default stream (NULL, cudaStreamLegacy, cudaStreamPerThread)
+// of the thread's current device.
 CUstream_st* resolve(cudaStream_t s) {
-  static CUstream_st* legacy = new CUstream_st;  // lives as long as the process
-  if (s == nullptr || s == cudaStreamLegacy || s == cudaStreamPerThread) return legacy;
+  static CUstream_st* legacy[64];  // live as long as the process
+  static std::once_flag once;
+  std::call_once(once, [] {
+    for (int d = 0; d < 64; ++d) legacy[d] = new CUstream_st(d);
+  });
+  if (s == nullptr || s == cudaStreamLegacy || s == cudaStreamPerThread) {
+    return legacy[current_device & 63];
+  }
   return s;
 }
 
@@ -121,13 +186,80 @@ cudaError_t fail(cudaError_t e) {
   return e;
 }
 
+// Strict: the calling thread must have chosen the object's device.
+void check_device(const char* call, int object_device) {
+  if (!strict_mode() || current_device == object_device) return;
+  gang_double_breach("cuda double", "%s: an object of device %d used from a thread on device %d%s",
+                     call, object_device, current_device,
+                     device_chosen ? "" : " (it never called cudaSetDevice)");
+}
+
 std::mutex streams_mu;
 std::vector<CUstream_st*>& streams() {
   static auto* v = new std::vector<CUstream_st*>;
   return *v;
 }
 
+// Allocations, for the strict checks of device pointers.
+struct Allocation {
+  size_t size;
+  int device;
+};
+std::mutex allocs_mu;
+std::map<uintptr_t, Allocation>& allocations() {
+  static auto* m = new std::map<uintptr_t, Allocation>;
+  return *m;
+}
+
+bool capturing(CUstream_st* s) {
+  std::lock_guard<std::mutex> lock(s->mu);
+  return s->capturing;
+}
+
+void break_capture(CUstream_st* s) {
+  std::lock_guard<std::mutex> lock(s->mu);
+  if (s->capturing) s->capture_broken = true;
+}
+
 }  // namespace
+
+// ---- not CUDA's: the double's own, for the NCCL double and the tests ----
+
+extern "C" {
+
+void gang_double_breach(const char* who, const char* fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  std::fprintf(stderr, "%s (strict): ", who);
+  std::vfprintf(stderr, fmt, ap);
+  std::fprintf(stderr, "\n");
+  va_end(ap);
+  std::fflush(stderr);
+  std::abort();
+}
+
+int gang_double_strict(void) { return strict_mode() ? 1 : 0; }
+
+int gang_cuda_double_current_device(void) { return current_device; }
+
+int gang_cuda_double_stream_device(cudaStream_t s) { return resolve(s)->device; }
+
+int gang_cuda_double_stream_capturing(cudaStream_t s) { return capturing(resolve(s)) ? 1 : 0; }
+
+int gang_cuda_double_pointer_device(const void* p, size_t len) {
+  const auto at = reinterpret_cast<uintptr_t>(p);
+  std::lock_guard<std::mutex> lock(allocs_mu);
+  auto& m = allocations();
+  auto it = m.upper_bound(at);
+  if (it == m.begin()) return -1;
+  --it;
+  if (at + len > it->first + it->second.size) return -1;
+  return it->second.device;
+}
+
+long gang_cuda_double_events_created(void) { return events_created.load(); }
+
+}  // extern "C"
 
 extern "C" {
 
@@ -139,6 +271,10 @@ const char* cudaGetErrorString(cudaError_t e) {
     case cudaErrorInvalidDevice: return "invalid device ordinal (cuda double)";
     case cudaErrorInvalidValue: return "invalid argument (cuda double)";
     case cudaErrorMemoryAllocation: return "out of memory (cuda double)";
+    case cudaErrorStreamCaptureUnsupported:
+      return "operation not permitted when stream is capturing (cuda double)";
+    case cudaErrorStreamCaptureInvalidated:
+      return "operation failed due to a previous error during capture (cuda double)";
     default: return "unknown error (cuda double)";
   }
 }
@@ -160,6 +296,7 @@ cudaError_t cudaGetDeviceCount(int* count) {
 cudaError_t cudaSetDevice(int device) {
   if (device < 0 || device >= device_count()) return fail(cudaErrorInvalidDevice);
   current_device = device;
+  device_chosen = true;
   return cudaSuccess;
 }
 
@@ -171,7 +308,7 @@ cudaError_t cudaGetDevice(int* device) {
 
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t* s, unsigned int) {
   if (s == nullptr) return fail(cudaErrorInvalidValue);
-  *s = new CUstream_st;
+  *s = new CUstream_st(current_device);
   std::lock_guard<std::mutex> lock(streams_mu);
   streams().push_back(*s);
   return cudaSuccess;
@@ -181,6 +318,7 @@ cudaError_t cudaStreamCreate(cudaStream_t* s) { return cudaStreamCreateWithFlags
 
 cudaError_t cudaStreamDestroy(cudaStream_t s) {
   if (s == nullptr) return fail(cudaErrorInvalidValue);
+  check_device("cudaStreamDestroy", s->device);
   {
     std::lock_guard<std::mutex> lock(streams_mu);
     auto& v = streams();
@@ -197,12 +335,22 @@ cudaError_t cudaStreamDestroy(cudaStream_t s) {
 }
 
 cudaError_t cudaStreamSynchronize(cudaStream_t s) {
-  resolve(s)->drain();
+  CUstream_st* q = resolve(s);
+  if (capturing(q)) {
+    break_capture(q);
+    return fail(cudaErrorStreamCaptureUnsupported);
+  }
+  q->drain();
   return cudaSuccess;
 }
 
 cudaError_t cudaStreamQuery(cudaStream_t s) {
-  return resolve(s)->idle() ? cudaSuccess : cudaErrorNotReady;
+  CUstream_st* q = resolve(s);
+  if (capturing(q)) {
+    break_capture(q);
+    return fail(cudaErrorStreamCaptureUnsupported);
+  }
+  return q->idle() ? cudaSuccess : cudaErrorNotReady;
 }
 
 cudaError_t cudaDeviceSynchronize(void) {
@@ -212,13 +360,17 @@ cudaError_t cudaDeviceSynchronize(void) {
     std::lock_guard<std::mutex> lock(streams_mu);
     all = streams();
   }
-  for (auto* s : all) s->drain();
+  for (auto* s : all) {
+    if (!capturing(s)) s->drain();
+  }
   return cudaSuccess;
 }
 
 cudaError_t cudaEventCreateWithFlags(cudaEvent_t* e, unsigned int) {
   if (e == nullptr) return fail(cudaErrorInvalidValue);
   *e = new CUevent_st;
+  (*e)->device = current_device;
+  ++events_created;
   return cudaSuccess;
 }
 
@@ -226,30 +378,43 @@ cudaError_t cudaEventCreate(cudaEvent_t* e) { return cudaEventCreateWithFlags(e,
 
 cudaError_t cudaEventDestroy(cudaEvent_t e) {
   if (e == nullptr) return fail(cudaErrorInvalidValue);
+  check_device("cudaEventDestroy", e->device);
   delete e;
   return cudaSuccess;
 }
 
 cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s) {
   if (e == nullptr) return fail(cudaErrorInvalidValue);
+  CUstream_st* q = resolve(s);
+  if (strict_mode() && q->device != e->device) {
+    gang_double_breach("cuda double",
+                       "cudaEventRecord: an event of device %d recorded on a stream of device %d",
+                       e->device, q->device);
+  }
+  check_device("cudaEventRecord", e->device);
   auto m = e->m;
   uint64_t n;
   {
     std::lock_guard<std::mutex> lock(m->mu);
     n = ++m->recorded;
   }
-  resolve(s)->push([m, n] { m->reach(n); });
+  e->in_capture = capturing(q);
+  q->push([m, n] { m->reach(n); });
   return cudaSuccess;
 }
 
 cudaError_t cudaEventQuery(cudaEvent_t e) {
   if (e == nullptr) return fail(cudaErrorInvalidValue);
+  check_device("cudaEventQuery", e->device);
+  if (e->in_capture) return fail(cudaErrorStreamCaptureUnsupported);
   std::lock_guard<std::mutex> lock(e->m->mu);
   return e->m->reached >= e->m->recorded ? cudaSuccess : cudaErrorNotReady;
 }
 
 cudaError_t cudaEventSynchronize(cudaEvent_t e) {
   if (e == nullptr) return fail(cudaErrorInvalidValue);
+  check_device("cudaEventSynchronize", e->device);
+  if (e->in_capture) return fail(cudaErrorStreamCaptureUnsupported);
   uint64_t n;
   {
     std::lock_guard<std::mutex> lock(e->m->mu);
@@ -261,13 +426,26 @@ cudaError_t cudaEventSynchronize(cudaEvent_t e) {
 
 cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned int) {
   if (e == nullptr) return fail(cudaErrorInvalidValue);
+  CUstream_st* q = resolve(s);
+  check_device("cudaStreamWaitEvent", q->device);
+  if (strict_mode() && q->device != e->device) {
+    gang_double_breach("cuda double",
+                       "cudaStreamWaitEvent: a stream of device %d waits for an event of device "
+                       "%d (the legacy stream of the wrong device?)",
+                       q->device, e->device);
+  }
+  if (capturing(q) && !e->in_capture) {
+    // An event recorded outside the capture cannot order a captured stream.
+    break_capture(q);
+    return fail(cudaErrorStreamCaptureUnsupported);
+  }
   auto m = e->m;
   uint64_t n;
   {
     std::lock_guard<std::mutex> lock(m->mu);
     n = m->recorded;
   }
-  resolve(s)->push([m, n] { m->wait_for(n); });
+  q->push([m, n] { m->wait_for(n); });
   return cudaSuccess;
 }
 
@@ -279,12 +457,38 @@ cudaError_t cudaLaunchHostFunc(cudaStream_t s, cudaHostFn_t fn, void* data) {
 
 cudaError_t cudaMalloc(void** p, size_t n) {
   if (p == nullptr) return fail(cudaErrorInvalidValue);
-  *p = std::aligned_alloc(256, (n + 255) / 256 * 256 + 256);
-  return *p ? cudaSuccess : fail(cudaErrorMemoryAllocation);
+  const size_t size = (n + 255) / 256 * 256 + 256;
+  *p = std::aligned_alloc(256, size);
+  if (*p == nullptr) return fail(cudaErrorMemoryAllocation);
+  std::lock_guard<std::mutex> lock(allocs_mu);
+  allocations()[reinterpret_cast<uintptr_t>(*p)] = Allocation{size, current_device};
+  return cudaSuccess;
 }
 
+namespace {
+void forget(void* p) {
+  std::lock_guard<std::mutex> lock(allocs_mu);
+  allocations().erase(reinterpret_cast<uintptr_t>(p));
+}
+}  // namespace
+
+// CUDA's cudaFree synchronises the device first: it waits for every stream,
+// which hangs while a kernel is stuck. The double says so in strict mode by
+// waiting for the legacy stream of the current device.
 cudaError_t cudaFree(void* p) {
+  if (p == nullptr) return cudaSuccess;
+  resolve(nullptr)->drain();
+  forget(p);
   std::free(p);
+  return cudaSuccess;
+}
+
+cudaError_t cudaFreeAsync(void* p, cudaStream_t s) {
+  if (p == nullptr) return cudaSuccess;
+  resolve(s)->push([p] {
+    forget(p);
+    std::free(p);
+  });
   return cudaSuccess;
 }
 
@@ -310,6 +514,66 @@ cudaError_t cudaMemsetAsync(void* p, int v, size_t n, cudaStream_t s) {
 cudaError_t cudaMemset(void* p, int v, size_t n) {
   resolve(nullptr)->drain();
   std::memset(p, v, n);
+  return cudaSuccess;
+}
+
+// ---- stream capture: the stream's tasks become a graph, run at launch ----
+
+cudaError_t cudaStreamBeginCapture(cudaStream_t s, enum cudaStreamCaptureMode) {
+  if (s == nullptr || s == cudaStreamLegacy) return fail(cudaErrorStreamCaptureUnsupported);
+  std::lock_guard<std::mutex> lock(s->mu);
+  if (s->capturing) return fail(cudaErrorInvalidValue);
+  s->capturing = true;
+  s->capture_broken = false;
+  s->captured.clear();
+  return cudaSuccess;
+}
+
+cudaError_t cudaStreamEndCapture(cudaStream_t s, cudaGraph_t* graph) {
+  if (s == nullptr || graph == nullptr) return fail(cudaErrorInvalidValue);
+  std::lock_guard<std::mutex> lock(s->mu);
+  if (!s->capturing) return fail(cudaErrorInvalidValue);
+  s->capturing = false;
+  if (s->capture_broken) {
+    s->captured.clear();
+    *graph = nullptr;
+    return fail(cudaErrorStreamCaptureInvalidated);
+  }
+  *graph = new CUgraph_st{std::move(s->captured)};
+  s->captured.clear();
+  return cudaSuccess;
+}
+
+cudaError_t cudaStreamIsCapturing(cudaStream_t s, enum cudaStreamCaptureStatus* status) {
+  if (status == nullptr) return fail(cudaErrorInvalidValue);
+  CUstream_st* q = resolve(s);
+  std::lock_guard<std::mutex> lock(q->mu);
+  *status = !q->capturing        ? cudaStreamCaptureStatusNone
+            : q->capture_broken ? cudaStreamCaptureStatusInvalidated
+                                : cudaStreamCaptureStatusActive;
+  return cudaSuccess;
+}
+
+cudaError_t cudaGraphInstantiate(cudaGraphExec_t* exec, cudaGraph_t graph, unsigned long long) {
+  if (exec == nullptr || graph == nullptr) return fail(cudaErrorInvalidValue);
+  *exec = new CUgraphExec_st{graph->tasks};
+  return cudaSuccess;
+}
+
+cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t s) {
+  if (exec == nullptr) return fail(cudaErrorInvalidValue);
+  CUstream_st* q = resolve(s);
+  for (const auto& t : exec->tasks) q->push(t);
+  return cudaSuccess;
+}
+
+cudaError_t cudaGraphExecDestroy(cudaGraphExec_t exec) {
+  delete exec;
+  return cudaSuccess;
+}
+
+cudaError_t cudaGraphDestroy(cudaGraph_t graph) {
+  delete graph;
   return cudaSuccess;
 }
 

@@ -12,14 +12,33 @@
 // it until the communicator is aborted, "quiet_error" is "remote_error" on a
 // rank whose abort then leaves its CPU gang up, so that the peers hear of
 // the failure only through gang's own notice.
+//
+// The strict mode (GANG_DOUBLE_STRICT=1, on in CI) holds the module to the
+// rules of the real NCCL where a lenient double would let it through: on a
+// non-blocking communicator, collectives and ncclGroupEnd return
+// ncclInProgress at random (seeded by GANG_DOUBLE_SEED; or
+// GANG_NCCL_DOUBLE_INPROGRESS=always|never|random in any mode) and launch
+// from a thread of the communicator's, and any call on the communicator but
+// ncclCommGetAsyncError and ncclCommAbort before it settles is a breach;
+// ncclCommSplit leaves the child NULL until the parent is polled to the end
+// of the split (the no-color case returns ncclInProgress too); two threads
+// in calls on one communicator at once is a breach; buffers must be
+// cudaMalloc'd memory of the communicator's device, and streams of it;
+// ncclCommFinalize stays in progress for 300 ms, ncclCommDestroy of a
+// communicator that was not finalized blocks for 3 s (as it waits for its
+// peers), ncclCommAbort takes 500 ms. A breach prints
+// "nccl double (strict): ..." and aborts the process.
 #include <cuda_runtime_api.h>
 #include <gang/gang.h>
 #include <nccl.h>
 
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <random>
@@ -28,6 +47,8 @@
 #include <vector>
 
 #include <unistd.h>
+
+#include "double_checks.h"
 
 namespace {
 
@@ -48,6 +69,56 @@ struct State {
 struct ncclComm {
   std::shared_ptr<State> s;
   std::thread init;  // a non-blocking creation in progress
+  bool blocking = true;
+  int device = 0;
+  std::atomic<int> in_call{0};  // threads in a call on it (strict: one)
+  // A call that returned ncclInProgress and runs on `worker`: until it is
+  // done, only ncclCommGetAsyncError and ncclCommAbort may be called.
+  std::atomic<bool> pending{false};
+  std::mutex job_mu;
+  std::condition_variable job_cv;
+  std::function<void()> job;
+  bool worker_stop = false;
+  std::thread worker;
+  bool finalized = false;
+
+  ~ncclComm() {
+    if (worker.joinable()) {
+      {
+        std::lock_guard<std::mutex> lock(job_mu);
+        worker_stop = true;
+      }
+      job_cv.notify_all();
+      worker.join();
+    }
+    if (init.joinable()) init.join();
+  }
+
+  // Runs fn on the communicator's thread (as NCCL's launch thread does);
+  // the communicator is in progress until it returns.
+  void launch(std::function<void()> fn) {
+    pending = true;
+    {
+      std::lock_guard<std::mutex> lock(job_mu);
+      job = std::move(fn);
+      if (!worker.joinable()) worker = std::thread([this] { work(); });
+    }
+    job_cv.notify_all();
+  }
+  void work() {
+    cudaSetDevice(device);
+    std::unique_lock<std::mutex> lock(job_mu);
+    for (;;) {
+      job_cv.wait(lock, [&] { return worker_stop || job; });
+      if (!job) return;
+      auto fn = std::move(job);
+      job = nullptr;
+      lock.unlock();
+      fn();
+      pending = false;
+      lock.lock();
+    }
+  }
 };
 
 namespace {
@@ -68,6 +139,78 @@ thread_local int group_depth = 0;
 thread_local std::vector<Op> grouped;
 std::atomic<int> first_rank{-1};
 std::atomic<long> ops_so_far{0};
+
+bool strict() { return gang_double_strict() != 0; }
+
+// Whether the next collective or group on a non-blocking communicator
+// returns ncclInProgress and launches from the communicator's thread.
+bool next_in_progress() {
+  static const int mode = [] {  // 0 never, 1 always, 2 at random
+    const char* v = std::getenv("GANG_NCCL_DOUBLE_INPROGRESS");
+    if (v != nullptr) return std::strcmp(v, "always") == 0 ? 1 : std::strcmp(v, "random") == 0 ? 2 : 0;
+    return strict() ? 2 : 0;
+  }();
+  if (mode < 2) return mode == 1;
+  static std::mutex mu;
+  static std::mt19937 rng([] {
+    const char* v = std::getenv("GANG_DOUBLE_SEED");
+    return v != nullptr ? static_cast<unsigned>(std::strtoul(v, nullptr, 10)) + 7u : 54321u;
+  }());
+  std::lock_guard<std::mutex> lock(mu);
+  return rng() % 2 == 0;
+}
+
+// One call on a communicator: strict mode allows one thread at a time, and
+// no call but polling and abort while an earlier one is in progress.
+class Call {
+ public:
+  Call(ncclComm_t comm, const char* name, bool while_pending = false) : comm_(comm) {
+    if (comm_ == nullptr) return;
+    if (comm_->in_call.fetch_add(1) > 0 && strict()) {
+      gang_double_breach("nccl double", "%s: another thread is in a call on this communicator", name);
+    }
+    if (!while_pending && comm_->pending.load() && strict()) {
+      gang_double_breach("nccl double",
+                         "%s: called while the communicator's last call is in progress "
+                         "(poll ncclCommGetAsyncError until it is not)",
+                         name);
+    }
+  }
+  ~Call() {
+    if (comm_ != nullptr) comm_->in_call.fetch_sub(1);
+  }
+  Call(const Call&) = delete;
+  Call& operator=(const Call&) = delete;
+
+ private:
+  ncclComm_t comm_;
+};
+
+// Strict: a buffer must be device memory of the communicator's device.
+void check_buffer(const char* call, ncclComm_t comm, const void* p, size_t bytes) {
+  if (!strict() || p == nullptr || bytes == 0) return;
+  const int d = gang_cuda_double_pointer_device(p, bytes);
+  if (d < 0) {
+    gang_double_breach("nccl double", "%s: %p is not device memory (host memory?)", call, p);
+  }
+  if (d != comm->device) {
+    gang_double_breach("nccl double", "%s: memory of device %d on a communicator of device %d",
+                       call, d, comm->device);
+  }
+}
+
+void check_stream(const char* call, ncclComm_t comm, cudaStream_t stream) {
+  if (!strict()) return;
+  const int d = gang_cuda_double_stream_device(stream);
+  if (d != comm->device) {
+    gang_double_breach("nccl double",
+                       "%s: a stream of device %d on a communicator of device %d%s", call, d,
+                       comm->device,
+                       stream == nullptr || stream == cudaStreamLegacy
+                           ? " (the legacy stream of the thread's current device)"
+                           : "");
+  }
+}
 
 gang_dtype_t dtype_of(ncclDataType_t t, bool* ok) {
   *ok = true;
@@ -197,72 +340,121 @@ void run_host(void* p) {
   run(*ops);
 }
 
-ncclResult_t enqueue(Op op) {
-  if (group_depth > 0) {
-    grouped.push_back(std::move(op));
-    return ncclSuccess;
+// A captured launch runs once per graph launch: its operations stay.
+void run_host_kept(void* p) { run(*static_cast<std::vector<Op>*>(p)); }
+
+void launch_host(cudaStream_t stream, std::vector<Op>* ops) {
+  if (gang_cuda_double_stream_capturing(stream)) {
+    cudaLaunchHostFunc(stream, run_host_kept, ops);
+  } else {
+    cudaLaunchHostFunc(stream, run_host, ops);
   }
-  auto* ops = new std::vector<Op>{std::move(op)};
-  cudaLaunchHostFunc(ops->front().stream, run_host, ops);
+}
+
+// Queues ops on their stream, now or (in progress) from the
+// communicator's thread.
+ncclResult_t launch(ncclComm_t comm, std::vector<Op> ops) {
+  auto* list = new std::vector<Op>(std::move(ops));
+  if (!comm->blocking && next_in_progress()) {
+    comm->launch([list] { launch_host(list->front().stream, list); });
+    return ncclInProgress;
+  }
+  launch_host(list->front().stream, list);
   return ncclSuccess;
 }
 
-ncclResult_t enqueue_checked(ncclComm_t comm, Op::Kind kind, const void* send, void* recv,
-                             size_t count, ncclDataType_t t, ncclRedOp_t o, int root,
+thread_local ncclComm_t group_comm = nullptr;  // the (last) communicator of the group
+
+ncclResult_t enqueue(ncclComm_t comm, Op op) {
+  if (group_depth > 0) {
+    grouped.push_back(std::move(op));
+    group_comm = comm;
+    return ncclSuccess;
+  }
+  return launch(comm, {std::move(op)});
+}
+
+ncclResult_t enqueue_checked(const char* call, ncclComm_t comm, Op::Kind kind, const void* send,
+                             void* recv, size_t count, ncclDataType_t t, ncclRedOp_t o, int root,
                              cudaStream_t stream) {
   if (comm == nullptr) return ncclInvalidArgument;
+  Call guard(comm, call);
   bool ok_t, ok_o;
   const gang_dtype_t dt = dtype_of(t, &ok_t);
   const gang_op_t op = op_of(o, &ok_o);
   if (!ok_t || !ok_o) return ncclInvalidArgument;
   if (comm->s->aborted.load()) return ncclInvalidUsage;
-  return enqueue(Op{kind, send, recv, count, dt, op, root, comm->s, stream});
+  check_stream(call, comm, stream);
+  const size_t es = gang_dtype_size(dt);
+  const size_t n = comm->s->size > 0 ? static_cast<size_t>(comm->s->size) : 1;
+  // How much of each buffer the call reads and writes.
+  size_t in = count * es, out = count * es;
+  if (kind == Op::kAllGather) out *= n;
+  if (kind == Op::kReduceScatter) in *= n;
+  if (kind == Op::kReduce && comm->s->rank != root) out = 0;
+  check_buffer(call, comm, send, kind == Op::kRecv ? 0 : in);
+  check_buffer(call, comm, recv, kind == Op::kSend ? 0 : out);
+  return enqueue(comm, Op{kind, send, recv, count, dt, op, root, comm->s, stream});
 }
 
-ncclResult_t init(ncclComm_t* out, int nranks, ncclUniqueId id, int rank,
-                  std::shared_ptr<State> parent, int color, int key, bool blocking) {
+// Makes the CPU gang of a new communicator: from the unique id, or a split
+// of the parent's. Sets s->async last (readers then see rank and size).
+void make_gang(const std::shared_ptr<State>& s, ncclUniqueId id, std::shared_ptr<State> parent,
+               int color, int key) {
+  gang_t* g = nullptr;
+  gang_status_t st;
+  if (parent) {
+    st = gang_split(parent->gang, color, key, &g);
+  } else {
+    gang_store_t* store = nullptr;
+    std::string url(id.internal, strnlen(id.internal, sizeof id.internal));
+    const size_t space = url.find(' ');
+    const std::string name = url.substr(space + 1);
+    url = url.substr(0, space);
+    st = gang_store_create(url.c_str(), 0, 60000, &store);
+    if (st == GANG_OK) {
+      gang_options_t o;
+      gang_options_init(&o);
+      o.rank = s->rank;
+      o.size = s->size;
+      o.store = store;
+      o.name = name.c_str();
+      o.backend = "auto";
+      st = gang_create(&o, &g);
+      // The store must outlive the gang: kept for the process.
+    }
+  }
+  if (st != GANG_OK) {
+    s->last = std::string("CPU gang: ") + gang_last_error();
+    s->async = ncclSystemError;
+    return;
+  }
+  s->gang = g;
+  s->rank = gang_rank(g);
+  s->size = gang_size(g);
+  s->async = ncclSuccess;
+}
+
+ncclComm_t new_comm(int rank, int nranks, int device, bool blocking) {
   auto* comm = new ncclComm;
   comm->s = std::make_shared<State>();
   comm->s->rank = rank;
   comm->s->size = nranks;
-  cudaGetDevice(&comm->s->device);
+  comm->s->device = device;
+  comm->device = device;
+  comm->blocking = blocking;
   comm->s->async = ncclInProgress;
+  return comm;
+}
+
+ncclResult_t init(ncclComm_t* out, int nranks, ncclUniqueId id, int rank,
+                  std::shared_ptr<State> parent, int color, int key, bool blocking) {
+  int device = 0;
+  cudaGetDevice(&device);
+  auto* comm = new_comm(rank, nranks, device, blocking);
   int expected = -1;
   first_rank.compare_exchange_strong(expected, rank);
-  auto make = [s = comm->s, id, parent, color, key]() {
-    gang_t* g = nullptr;
-    gang_status_t st;
-    if (parent) {
-      st = gang_split(parent->gang, color, key, &g);
-    } else {
-      gang_store_t* store = nullptr;
-      std::string url(id.internal, strnlen(id.internal, sizeof id.internal));
-      const size_t space = url.find(' ');
-      const std::string name = url.substr(space + 1);
-      url = url.substr(0, space);
-      st = gang_store_create(url.c_str(), 0, 60000, &store);
-      if (st == GANG_OK) {
-        gang_options_t o;
-        gang_options_init(&o);
-        o.rank = s->rank;
-        o.size = s->size;
-        o.store = store;
-        o.name = name.c_str();
-        o.backend = "auto";
-        st = gang_create(&o, &g);
-        // The store must outlive the gang: kept for the process.
-      }
-    }
-    if (st != GANG_OK) {
-      s->last = std::string("CPU gang: ") + gang_last_error();
-      s->async = ncclSystemError;
-      return;
-    }
-    s->gang = g;
-    s->rank = gang_rank(g);
-    s->size = gang_size(g);
-    s->async = ncclSuccess;  // published last: readers see rank and size
-  };
+  auto make = [s = comm->s, id, parent, color, key]() { make_gang(s, id, parent, color, key); };
   if (blocking) {
     make();
     *out = comm;
@@ -343,7 +535,27 @@ int gang_nccl_double_splits(void) { return splits_made.load(); }
 ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newcomm,
                            ncclConfig_t* config) {
   if (comm == nullptr || newcomm == nullptr) return ncclInvalidArgument;
+  Call guard(comm, "ncclCommSplit");
   ++splits_made;
+  const bool child_blocking = blocking_of(config);
+  if (strict() && !comm->blocking) {
+    // As NCCL: the split is a job of the parent's; the child's handle is
+    // written when it ends, which the caller learns by polling the parent.
+    *newcomm = nullptr;
+    std::shared_ptr<State> parent = comm->s;
+    const int device = comm->device;
+    comm->launch([parent, color, key, newcomm, device, child_blocking] {
+      if (color == NCCL_SPLIT_NOCOLOR) {
+        gang_t* none = nullptr;
+        gang_split(parent->gang, -1, key, &none);
+        return;
+      }
+      ncclComm_t child = new_comm(0, 0, device, child_blocking);
+      make_gang(child->s, ncclUniqueId{}, parent, color, key);
+      *newcomm = child;
+    });
+    return ncclInProgress;
+  }
   if (color == NCCL_SPLIT_NOCOLOR) {
     // Still collective over the parent: take part without joining.
     gang_t* none = nullptr;
@@ -352,12 +564,17 @@ ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newc
     return ncclSuccess;
   }
   ncclUniqueId unused{};
-  return init(newcomm, 0, unused, 0, comm->s, color, key, blocking_of(config));
+  return init(newcomm, 0, unused, 0, comm->s, color, key, child_blocking);
 }
 #endif
 
 ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* err) {
   if (comm == nullptr || err == nullptr) return ncclInvalidArgument;
+  Call guard(comm, "ncclCommGetAsyncError", /*while_pending=*/true);
+  if (comm->pending.load()) {
+    *err = ncclInProgress;
+    return ncclSuccess;
+  }
   const int a = comm->s->async.load();
   if (a != ncclInProgress && comm->init.joinable()) comm->init.join();
   *err = static_cast<ncclResult_t>(a);
@@ -384,26 +601,45 @@ ncclResult_t ncclCommCuDevice(const ncclComm_t comm, int* device) {
 
 ncclResult_t ncclCommAbort(ncclComm_t comm) {
   if (comm == nullptr) return ncclSuccess;
-  comm->s->aborted = true;
-  if (comm->init.joinable()) comm->init.join();
-  if (comm->s->quiet) {
-    // Keep the CPU gang up (and silent) until the process exits.
-    static std::vector<std::shared_ptr<State>> kept;
-    kept.push_back(comm->s);
-  } else if (comm->s->gang != nullptr) {
-    gang_abort(comm->s->gang);
+  {
+    Call guard(comm, "ncclCommAbort", /*while_pending=*/true);
+    comm->s->aborted = true;
+    // NCCL's abort tears down its proxy and network threads: it takes time.
+    if (strict()) std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    if (comm->init.joinable()) comm->init.join();
+    if (comm->s->quiet) {
+      // Keep the CPU gang up (and silent) until the process exits.
+      static std::vector<std::shared_ptr<State>> kept;
+      kept.push_back(comm->s);
+    } else if (comm->s->gang != nullptr) {
+      gang_abort(comm->s->gang);
+    }
   }
   delete comm;  // queued operations keep the state alive
   return ncclSuccess;
 }
 
 ncclResult_t ncclCommFinalize(ncclComm_t comm) {
-  return comm == nullptr ? ncclInvalidArgument : ncclSuccess;
+  if (comm == nullptr) return ncclInvalidArgument;
+  Call guard(comm, "ncclCommFinalize");
+  comm->finalized = true;
+  if (strict() && !comm->blocking) {
+    // Flushing what the communicator owes its peers takes a while.
+    comm->launch([] { std::this_thread::sleep_for(std::chrono::milliseconds(300)); });
+    return ncclInProgress;
+  }
+  return ncclSuccess;
 }
 
 ncclResult_t ncclCommDestroy(ncclComm_t comm) {
   if (comm == nullptr) return ncclSuccess;
-  if (comm->init.joinable()) comm->init.join();
+  {
+    Call guard(comm, "ncclCommDestroy");
+    // Destroying a communicator that was not finalized finalizes it first,
+    // which waits for its peers.
+    if (strict() && !comm->finalized) std::this_thread::sleep_for(std::chrono::seconds(3));
+    if (comm->init.joinable()) comm->init.join();
+  }
   delete comm;
   return ncclSuccess;
 }
@@ -416,45 +652,47 @@ ncclResult_t ncclGroupStart() {
 ncclResult_t ncclGroupEnd() {
   if (group_depth == 0) return ncclInvalidUsage;
   if (--group_depth > 0 || grouped.empty()) return ncclSuccess;
-  auto* ops = new std::vector<Op>(std::move(grouped));
+  std::vector<Op> ops(std::move(grouped));
   grouped.clear();
-  cudaLaunchHostFunc(ops->front().stream, run_host, ops);
-  return ncclSuccess;
+  ncclComm_t comm = group_comm;
+  group_comm = nullptr;
+  Call guard(comm, "ncclGroupEnd");
+  return launch(comm, std::move(ops));
 }
 
 ncclResult_t ncclAllReduce(const void* send, void* recv, size_t count, ncclDataType_t t,
                            ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
-  return enqueue_checked(comm, Op::kAllReduce, send, recv, count, t, op, 0, stream);
+  return enqueue_checked("ncclAllReduce", comm, Op::kAllReduce, send, recv, count, t, op, 0, stream);
 }
 
 ncclResult_t ncclReduce(const void* send, void* recv, size_t count, ncclDataType_t t,
                         ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream) {
-  return enqueue_checked(comm, Op::kReduce, send, recv, count, t, op, root, stream);
+  return enqueue_checked("ncclReduce", comm, Op::kReduce, send, recv, count, t, op, root, stream);
 }
 
 ncclResult_t ncclBroadcast(const void* send, void* recv, size_t count, ncclDataType_t t,
                            int root, ncclComm_t comm, cudaStream_t stream) {
-  return enqueue_checked(comm, Op::kBroadcast, send, recv, count, t, ncclSum, root, stream);
+  return enqueue_checked("ncclBroadcast", comm, Op::kBroadcast, send, recv, count, t, ncclSum, root, stream);
 }
 
 ncclResult_t ncclAllGather(const void* send, void* recv, size_t count, ncclDataType_t t,
                            ncclComm_t comm, cudaStream_t stream) {
-  return enqueue_checked(comm, Op::kAllGather, send, recv, count, t, ncclSum, 0, stream);
+  return enqueue_checked("ncclAllGather", comm, Op::kAllGather, send, recv, count, t, ncclSum, 0, stream);
 }
 
 ncclResult_t ncclReduceScatter(const void* send, void* recv, size_t count, ncclDataType_t t,
                                ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
-  return enqueue_checked(comm, Op::kReduceScatter, send, recv, count, t, op, 0, stream);
+  return enqueue_checked("ncclReduceScatter", comm, Op::kReduceScatter, send, recv, count, t, op, 0, stream);
 }
 
 ncclResult_t ncclSend(const void* send, size_t count, ncclDataType_t t, int peer,
                       ncclComm_t comm, cudaStream_t stream) {
-  return enqueue_checked(comm, Op::kSend, send, nullptr, count, t, ncclSum, peer, stream);
+  return enqueue_checked("ncclSend", comm, Op::kSend, send, nullptr, count, t, ncclSum, peer, stream);
 }
 
 ncclResult_t ncclRecv(void* recv, size_t count, ncclDataType_t t, int peer, ncclComm_t comm,
                       cudaStream_t stream) {
-  return enqueue_checked(comm, Op::kRecv, nullptr, recv, count, t, ncclSum, peer, stream);
+  return enqueue_checked("ncclRecv", comm, Op::kRecv, nullptr, recv, count, t, ncclSum, peer, stream);
 }
 
 }  // extern "C"

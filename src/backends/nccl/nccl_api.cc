@@ -38,6 +38,49 @@ struct Loaded {
   bool ok = false;
 };
 
+// The CUDA runtime: one already in the process first (a PyTorch built for
+// CUDA 12 has loaded libcudart.so.12, and a second runtime beside it would
+// be a second context), else the newest the driver takes: a runtime newer
+// than the driver answers cudaErrorInsufficientDriver, and the next older
+// one is tried.
+void* open_cudart(std::string* file, std::string* why) {
+  static const char* const kNames[] = {"libcudart.so.13", "libcudart.so.12", "libcudart.so"};
+  for (const char* n : kNames) {
+    if (void* h = ::dlopen(n, RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD)) {
+      *file = n;
+      return h;
+    }
+  }
+  std::string reasons;
+  void* first = nullptr;  // the newest that loads, should no driver take any
+  const char* first_name = nullptr;
+  for (const char* n : kNames) {
+    void* h = ::dlopen(n, RTLD_NOW | RTLD_LOCAL);
+    if (h == nullptr) {
+      const char* e = ::dlerror();
+      reasons += std::string(reasons.empty() ? "" : "; ") + (e ? e : n);
+      continue;
+    }
+    auto count = reinterpret_cast<decltype(&::cudaGetDeviceCount)>(::dlsym(h, "cudaGetDeviceCount"));
+    int devices = 0;
+    if (count != nullptr && count(&devices) == cudaErrorInsufficientDriver) {
+      if (first == nullptr) {
+        first = h;
+        first_name = n;
+      }
+      continue;
+    }
+    *file = n;
+    return h;
+  }
+  if (first != nullptr) {  // it will say what is missing (no driver, no device)
+    *file = first_name;
+    return first;
+  }
+  *why = reasons;
+  return nullptr;
+}
+
 Loaded load() {
   Loaded l;
   Api& a = l.api;
@@ -45,14 +88,22 @@ Loaded load() {
   // GANG_CUDART_LIBRARY and GANG_NCCL_LIBRARY name other files to load.
   const char* cudart_file = std::getenv("GANG_CUDART_LIBRARY");
   const char* nccl_file = std::getenv("GANG_NCCL_LIBRARY");
-  void* cudart = cudart_file != nullptr
-                     ? open_first({cudart_file}, &why)
-                     : open_first({"libcudart.so.13", "libcudart.so.12", "libcudart.so"}, &why);
+  void* cudart = nullptr;
+  if (cudart_file != nullptr) {
+    cudart = open_first({cudart_file}, &why);
+    a.cudart_file = cudart_file;
+  } else {
+    cudart = open_cudart(&a.cudart_file, &why);
+  }
   if (cudart == nullptr) {
-    l.why = "the CUDA runtime (libcudart.so.13) cannot be loaded: " + why;
+    l.why = "the CUDA runtime (libcudart.so.13 or .12) cannot be loaded: " + why;
     return l;
   }
-  void* nccl = open_first({nccl_file != nullptr ? nccl_file : "libnccl.so.2"}, &why);
+  void* nccl = nccl_file != nullptr ? open_first({nccl_file}, &why) : nullptr;
+  if (nccl_file == nullptr) {
+    nccl = ::dlopen("libnccl.so.2", RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
+    if (nccl == nullptr) nccl = open_first({"libnccl.so.2"}, &why);
+  }
   if (nccl == nullptr) {
     l.why = "NCCL (libnccl.so.2) cannot be loaded: " + why;
     return l;
@@ -62,6 +113,7 @@ Loaded load() {
   const bool ok =
       resolve(cudart, c, "cudaGetDeviceCount", &a.GetDeviceCount, &l.why) &&
       resolve(cudart, c, "cudaSetDevice", &a.SetDevice, &l.why) &&
+      resolve(cudart, c, "cudaGetDevice", &a.GetDevice, &l.why) &&
       resolve(cudart, c, "cudaGetErrorString", &a.CudaErrorString, &l.why) &&
       resolve(cudart, c, "cudaStreamCreateWithFlags", &a.StreamCreateWithFlags, &l.why) &&
       resolve(cudart, c, "cudaStreamDestroy", &a.StreamDestroy, &l.why) &&
@@ -72,12 +124,15 @@ Loaded load() {
       resolve(cudart, c, "cudaEventQuery", &a.EventQuery, &l.why) &&
       resolve(cudart, c, "cudaMalloc", &a.Malloc, &l.why) &&
       resolve(cudart, c, "cudaFree", &a.Free, &l.why) &&
+      resolve(cudart, c, "cudaFreeAsync", &a.FreeAsync, &l.why, true) &&
+      resolve(cudart, c, "cudaStreamIsCapturing", &a.StreamIsCapturing, &l.why, true) &&
       resolve(nccl, n, "ncclGetVersion", &a.GetVersion, &l.why) &&
       resolve(nccl, n, "ncclGetErrorString", &a.NcclErrorString, &l.why) &&
       resolve(nccl, n, "ncclGetLastError", &a.GetLastError, &l.why, true) &&
       resolve(nccl, n, "ncclGetUniqueId", &a.GetUniqueId, &l.why) &&
       resolve(nccl, n, "ncclCommInitRankConfig", &a.CommInitRankConfig, &l.why) &&
       resolve(nccl, n, "ncclCommSplit", &a.CommSplit, &l.why, true) &&
+      resolve(nccl, n, "ncclCommShrink", &a.CommShrink, &l.why, true) &&
       resolve(nccl, n, "ncclCommGetAsyncError", &a.CommGetAsyncError, &l.why) &&
       resolve(nccl, n, "ncclCommAbort", &a.CommAbort, &l.why) &&
       resolve(nccl, n, "ncclCommDestroy", &a.CommDestroy, &l.why) &&
@@ -112,8 +167,11 @@ std::string cuda_text(const Api& api, const char* what, cudaError_t e) {
   return std::string(what) + ": " + api.CudaErrorString(e);
 }
 
-std::string nccl_text(const Api& api, const char* what, ncclResult_t r) {
-  return std::string(what) + ": " + api.NcclErrorString(r);
+std::string nccl_text(const Api& api, const char* what, ncclResult_t r, ncclComm_t comm) {
+  std::string text = std::string(what) + ": " + api.NcclErrorString(r);
+  const char* last = api.GetLastError != nullptr ? api.GetLastError(comm) : nullptr;
+  if (last != nullptr && last[0] != '\0') text += std::string(" (") + last + ")";
+  return text;
 }
 
 }  // namespace gang::backends::nccl_impl

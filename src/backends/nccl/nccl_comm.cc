@@ -1,0 +1,463 @@
+// The communicator's life: create (a non-blocking ncclCommInitRankConfig
+// whose unique id travels through the gang's store), split (ncclCommSplit
+// polled on the parent, as NCCL requires), the watchdog, finalize, abort
+// and destroy. See nccl_instance.h for the rules every path keeps.
+#include <sched.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+
+#include "backends/nccl/nccl_instance.h"
+
+namespace gang::backends::nccl_impl {
+
+int64_t now_ns() {
+  timespec ts;
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+
+void say(char* err, size_t len, const std::string& text) {
+  if (err != nullptr && len > 0) std::snprintf(err, len, "%s", text.c_str());
+}
+
+gang_status_t status_of(ncclResult_t r) {
+  return r == ncclRemoteError ? GANG_ERR_PEER_LOST : GANG_ERR_SYSTEM;
+}
+
+DeviceGuard::DeviceGuard(const Api& api, int device) : api_(api) {
+  int current = -1;
+  if (api_.GetDevice(&current) != cudaSuccess) current = -1;
+  if (current == device) return;
+  status_ = api_.SetDevice(device);
+  if (status_ == cudaSuccess) previous_ = current;
+}
+
+DeviceGuard::~DeviceGuard() {
+  if (previous_ >= 0) api_.SetDevice(previous_);
+}
+
+namespace {
+
+const char kLate[] = "an operation enqueued on the GPU did not finish before its deadline";
+
+// How long destroy waits for an abort NCCL is still running.
+constexpr int64_t kAbortGraceMs = 10000;
+
+}  // namespace
+
+void Instance::fail(int status, const std::string& text) {
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (error != GANG_OK) return;
+    error = status;
+    error_text = text;
+  }
+  begin_abort();
+  cv.notify_all();
+}
+
+void Instance::begin_abort() {
+  if (aborted.exchange(true)) return;
+  std::lock_guard<std::mutex> lock(mu);
+  aborter = std::thread([this] {
+    {
+      DeviceGuard guard(*api, device);
+      std::lock_guard<std::mutex> comm_lock(comm_mu);
+      if (!comm_gone && comm != nullptr) {
+        api->CommAbort(comm);
+        comm_gone = true;
+      }
+    }
+    std::lock_guard<std::mutex> state(mu);
+    abort_done = true;
+    cv.notify_all();
+  });
+}
+
+int Instance::failed(std::string* text) {
+  std::lock_guard<std::mutex> lock(mu);
+  if (text != nullptr) *text = error_text;
+  return error;
+}
+
+std::string Instance::comm_text(const char* what, ncclResult_t r) {
+  std::lock_guard<std::mutex> lock(comm_mu);
+  return nccl_text(*api, what, r, comm_gone ? nullptr : comm);
+}
+
+ncclResult_t Instance::poll(ncclComm_t c, int64_t deadline_ns) {
+  for (;;) {
+    ncclResult_t state = ncclSuccess;
+    {
+      std::lock_guard<std::mutex> lock(comm_mu);
+      if (comm_gone && c == comm) return ncclInProgress;  // aborted under us
+      const ncclResult_t r = api->CommGetAsyncError(c, &state);
+      if (r != ncclSuccess) return r;
+    }
+    if (state != ncclInProgress) return state;
+    if (aborted.load() || now_ns() >= deadline_ns) return ncclInProgress;
+    ::sched_yield();
+  }
+}
+
+// The watchdog: every 5 ms the communicator's asynchronous error and the
+// deadlines of works still on the GPU (released ones included: a blocking
+// call in stream completion returns before its work ends).
+void Instance::watch() {
+  DeviceGuard guard(*api, device);  // this thread only ever uses this device
+  for (;;) {
+    {
+      std::unique_lock<std::mutex> lock(mu);
+      cv.wait_for(lock, std::chrono::milliseconds(5), [&] { return stop; });
+      if (stop) return;
+      if (error != GANG_OK) continue;
+    }
+    ncclResult_t async = ncclSuccess;
+    ncclResult_t r = ncclSuccess;
+    {
+      std::lock_guard<std::mutex> lock(comm_mu);
+      if (comm_gone) continue;
+      r = api->CommGetAsyncError(comm, &async);
+    }
+    if (r != ncclSuccess) {
+      fail(status_of(r), comm_text("polling the communicator", r));
+      continue;
+    }
+    if (async != ncclSuccess && async != ncclInProgress) {
+      fail(status_of(async), comm_text("the communicator failed", async));
+      continue;
+    }
+    const int64_t now = now_ns();
+    bool late = false;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      for (Work* w : live) {
+        if (now < w->deadline_ns || w->status.load() != GANG_IN_PROGRESS) continue;
+        if (api->EventQuery(w->done) == cudaErrorNotReady) late = true;
+      }
+    }
+    if (late) fail(GANG_ERR_TIMEOUT, kLate);
+  }
+}
+
+int probe(char* why, size_t why_len) {
+  std::string reason;
+  const Api* api = load_api(&reason);
+  if (api == nullptr) {
+    say(why, why_len, reason);
+    return 1;
+  }
+  int count = 0;
+  const cudaError_t e = api->GetDeviceCount(&count);
+  if (e != cudaSuccess || count <= 0) {
+    say(why, why_len,
+        "no CUDA device is visible" +
+            (e != cudaSuccess ? " (" + cuda_text(*api, "cudaGetDeviceCount", e) + ")"
+                              : std::string()));
+    return 1;
+  }
+  return 0;
+}
+
+namespace {
+
+// The part of an instance that create and split share: a stream of its own
+// and the barrier's scratch int, on the device. Null with *status and *why
+// set.
+Instance* prepare(const Api* api, const gang_backend_config_t* c, int device, int* status,
+                  std::string* why) {
+  auto* in = new Instance;
+  in->api = api;
+  in->rank = c->rank;
+  in->size = c->size;
+  in->name = c->gang_name;
+  in->device = device;
+  in->timeout_ms = c->timeout_ms > 0 ? c->timeout_ms : 600000;
+  auto fail = [&](int st, const std::string& text) -> Instance* {
+    *status = st;
+    *why = text;
+    destroy(in);
+    return nullptr;
+  };
+  DeviceGuard guard(*api, device);
+  if (guard.status() != cudaSuccess) {
+    return fail(GANG_ERR_UNAVAILABLE, cuda_text(*api, "cudaSetDevice", guard.status()));
+  }
+  cudaError_t ce = api->StreamCreateWithFlags(&in->own, cudaStreamNonBlocking);
+  if (ce != cudaSuccess) return fail(GANG_ERR_SYSTEM, cuda_text(*api, "cudaStreamCreate", ce));
+  ce = api->Malloc(reinterpret_cast<void**>(&in->scratch), sizeof(int));
+  if (ce != cudaSuccess) return fail(GANG_ERR_NO_MEMORY, cuda_text(*api, "cudaMalloc", ce));
+  return in;
+}
+
+// Waits for the new communicator of a non-blocking init or split (r is
+// what the call, or the split's poll of the parent, returned), then starts
+// the watchdog. GANG_OK, or the error with the instance destroyed.
+gang_status_t commit(Instance* in, ncclResult_t r, const char* call, int64_t deadline_ns,
+                     char* err, size_t err_len) {
+  const Api& api = *in->api;
+  if (r == ncclSuccess || r == ncclInProgress) r = in->poll(in->comm, deadline_ns);
+  if (r != ncclSuccess) {
+    say(err, err_len,
+        r == ncclInProgress ? "the communicator was not ready before the timeout (" +
+                                  std::to_string(in->timeout_ms) + " ms)"
+                            : nccl_text(api, call, r, in->comm));
+    destroy(in);  // aborts the communicator: it never finished
+    return r == ncclInProgress ? GANG_ERR_TIMEOUT : status_of(r);
+  }
+  in->watchdog = std::thread([in] { in->watch(); });
+  return GANG_OK;
+}
+
+ncclConfig_t nonblocking_config() {
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  // Non-blocking, so that creation, splits and finalize are bounded by the
+  // gang's timeout and can be aborted.
+  config.blocking = 0;
+  return config;
+}
+
+}  // namespace
+
+gang_status_t create(const gang_backend_config_t* c, void** out, char* err, size_t err_len) {
+  std::string why;
+  const Api* api = load_api(&why);
+  if (api == nullptr) {
+    say(err, err_len, why);
+    return GANG_ERR_UNAVAILABLE;
+  }
+  int count = 0;
+  if (api->GetDeviceCount(&count) != cudaSuccess || count <= 0) {
+    say(err, err_len, "no CUDA device is visible");
+    return GANG_ERR_UNAVAILABLE;
+  }
+  // device_index -1: local_rank % visible devices; a split keeps its
+  // parent's device.
+  const int local = c->local_rank >= 0 ? c->local_rank : c->rank;
+  int device = c->device_index >= 0 ? c->device_index : local % count;
+  if (c->parent != nullptr) device = static_cast<Instance*>(c->parent)->device;
+  if (device >= count) {
+    say(err, err_len,
+        "device " + std::to_string(device) + " of " + std::to_string(count) +
+            " visible does not exist");
+    return GANG_ERR_UNAVAILABLE;
+  }
+  if (c->size > 1 && c->store == nullptr) {
+    say(err, err_len, "no store to meet through");
+    return GANG_ERR_INTERNAL;
+  }
+  const int64_t deadline = now_ns() + (c->timeout_ms > 0 ? c->timeout_ms : 600000) * 1000000;
+  int status = GANG_OK;
+  Instance* in = prepare(api, c, device, &status, &why);
+  if (in == nullptr) {
+    say(err, err_len, why);
+    return static_cast<gang_status_t>(status);
+  }
+  auto fail = [&](gang_status_t st, const std::string& text) {
+    say(err, err_len, text);
+    destroy(in);
+    return st;
+  };
+
+  // The unique id: made by rank 0, read by the others from the store.
+  ncclUniqueId id;
+  std::memset(&id, 0, sizeof id);
+  char e[512];
+  if (c->rank == 0) {
+    const ncclResult_t r = api->GetUniqueId(&id);
+    if (r != ncclSuccess) return fail(GANG_ERR_SYSTEM, nccl_text(*api, "ncclGetUniqueId", r));
+    if (c->size > 1) {
+      const gang_status_t st = c->store->set(c->store->ctx, "nccl_id", &id, sizeof id, e, sizeof e);
+      if (st != GANG_OK) return fail(st, std::string("publishing the unique id: ") + e);
+    }
+  } else {
+    void* data = nullptr;
+    size_t len = 0;
+    const gang_status_t st = c->store->get(c->store->ctx, "nccl_id", -1, &data, &len, e, sizeof e);
+    if (st != GANG_OK) return fail(st, std::string("reading rank 0's unique id: ") + e);
+    if (len == sizeof id) std::memcpy(&id, data, sizeof id);
+    std::free(data);
+    if (len != sizeof id) return fail(GANG_ERR_STORE, "rank 0's unique id has a wrong size");
+  }
+  ncclConfig_t config = nonblocking_config();
+  ncclResult_t r;
+  {
+    DeviceGuard guard(*api, device);
+    r = api->CommInitRankConfig(&in->comm, c->size, id, c->rank, &config);
+  }
+  if (r != ncclSuccess && r != ncclInProgress) {
+    return fail(status_of(r), nccl_text(*api, "ncclCommInitRankConfig", r, in->comm));
+  }
+  const gang_status_t st = commit(in, r, "ncclCommInitRankConfig", deadline, err, err_len);
+  if (st == GANG_OK) *out = in;
+  return st;
+}
+
+// ncclCommSplit, on every rank of the parent (NCCL_SPLIT_NOCOLOR for a rank
+// that stays out). On a non-blocking parent the split is a job of the
+// parent's: the child's handle stays NULL until the parent, polled under
+// its lock, is no longer in progress; only then is the child polled until
+// it is ready.
+gang_status_t split(void* parent, const gang_backend_config_t* c, void** out, char* err,
+                    size_t err_len) {
+  auto& p = *static_cast<Instance*>(parent);
+  const Api* api = p.api;
+  if (api->CommSplit == nullptr) {
+    say(err, err_len,
+        "this NCCL (" + std::to_string(api->nccl_version) + ") has no ncclCommSplit");
+    return GANG_ERR_UNSUPPORTED;
+  }
+  if (p.aborted.load()) {
+    say(err, err_len, "the parent gang was aborted");
+    return GANG_ERR_ABORTED;
+  }
+  const int64_t deadline = now_ns() + (c->timeout_ms > 0 ? c->timeout_ms : p.timeout_ms) * 1000000;
+  Instance* in = nullptr;
+  if (c->color >= 0) {
+    int status = GANG_OK;
+    std::string why;
+    in = prepare(api, c, p.device, &status, &why);
+    if (in == nullptr) {
+      say(err, err_len, why);
+      return static_cast<gang_status_t>(status);
+    }
+  }
+  ncclComm_t child = nullptr;
+  ncclConfig_t config = nonblocking_config();
+  ncclResult_t r;
+  {
+    DeviceGuard guard(*api, p.device);
+    std::lock_guard<std::mutex> lock(p.comm_mu);
+    r = p.comm_gone ? ncclInvalidUsage
+                    : api->CommSplit(p.comm, c->color >= 0 ? c->color : NCCL_SPLIT_NOCOLOR, c->key,
+                                     &child, &config);
+  }
+  if (r == ncclInProgress) {
+    DeviceGuard guard(*api, p.device);
+    r = p.poll(p.comm, deadline);
+  }
+  if (r != ncclSuccess) {
+    const gang_status_t st = r == ncclInProgress ? (p.aborted.load() ? GANG_ERR_ABORTED : GANG_ERR_TIMEOUT)
+                                                 : status_of(r);
+    say(err, err_len, r == ncclInProgress ? std::string("ncclCommSplit did not finish in time")
+                                          : p.comm_text("ncclCommSplit", r));
+    // The child, if NCCL made one, is written by the split job: it cannot
+    // be told apart from a half-made one, so it is left to the parent's
+    // abort.
+    if (in != nullptr) destroy(in);
+    p.fail(st, std::string("ncclCommSplit failed: ") + (err != nullptr ? err : ""));
+    return st;
+  }
+  if (in == nullptr) return GANG_OK;  // stayed out
+  // NCCL writes the child's handle when the split job ends, from its own
+  // thread: read it as such, bounded.
+  ncclComm_t made = nullptr;
+  while ((made = __atomic_load_n(&child, __ATOMIC_ACQUIRE)) == nullptr) {
+    if (now_ns() >= deadline) {
+      say(err, err_len, "ncclCommSplit ended without a communicator before the timeout");
+      destroy(in);
+      return GANG_ERR_TIMEOUT;
+    }
+    ::sched_yield();
+  }
+  in->comm = made;
+  const gang_status_t st = commit(in, ncclInProgress, "ncclCommSplit", deadline, err, err_len);
+  if (st == GANG_OK) *out = in;
+  return st;
+}
+
+void finalize(void* backend) {
+  auto& in = *static_cast<Instance*>(backend);
+  DeviceGuard guard(*in.api, in.device);
+  ncclResult_t r;
+  {
+    std::lock_guard<std::mutex> lock(in.comm_mu);
+    if (in.comm_gone || in.comm == nullptr) return;
+    r = in.api->CommFinalize(in.comm);
+  }
+  // Polled up to the gang's timeout: what the communicator owes its peers
+  // may take a while to flush.
+  if (r == ncclInProgress) r = in.poll(in.comm, now_ns() + in.timeout_ms * 1000000);
+  std::lock_guard<std::mutex> lock(in.comm_mu);
+  in.finalized = r == ncclSuccess;
+}
+
+void abort_instance(void* backend) {
+  auto& in = *static_cast<Instance*>(backend);
+  {
+    std::lock_guard<std::mutex> lock(in.mu);
+    if (in.error == GANG_OK) {
+      in.error = GANG_ERR_ABORTED;
+      in.error_text = "the gang was aborted";
+    }
+  }
+  in.begin_abort();
+  in.cv.notify_all();
+}
+
+gang_status_t poll_error(void* backend, char* err, size_t err_len) {
+  std::string text;
+  const int st = static_cast<Instance*>(backend)->failed(&text);
+  if (st != GANG_OK) say(err, err_len, text);
+  return static_cast<gang_status_t>(st);
+}
+
+int32_t device_of(void* backend) { return static_cast<Instance*>(backend)->device; }
+
+// Local, never waits for peers: a communicator that was finalized is
+// destroyed, any other aborted (ncclCommDestroy of an unfinalized one would
+// wait for them). No device-wide synchronisation: the scratch int is freed
+// in stream order.
+void destroy(void* backend) {
+  auto* in = static_cast<Instance*>(backend);
+  if (in == nullptr) return;
+  {
+    std::lock_guard<std::mutex> lock(in->mu);
+    in->stop = true;
+  }
+  in->cv.notify_all();
+  if (in->watchdog.joinable()) in->watchdog.join();
+  bool finalized;
+  {
+    std::lock_guard<std::mutex> lock(in->comm_mu);
+    finalized = in->finalized && !in->comm_gone && in->comm != nullptr;
+  }
+  if (finalized) {
+    DeviceGuard guard(*in->api, in->device);
+    std::lock_guard<std::mutex> lock(in->comm_mu);
+    in->api->CommDestroy(in->comm);
+    in->comm_gone = true;
+  } else if (in->comm != nullptr) {
+    in->begin_abort();
+  }
+  {
+    std::unique_lock<std::mutex> lock(in->mu);
+    const bool started = in->aborter.joinable();
+    if (started && !in->cv.wait_for(lock, std::chrono::milliseconds(kAbortGraceMs),
+                                    [&] { return in->abort_done; })) {
+      // NCCL's abort is stuck: leave the instance to it rather than hang.
+      std::fprintf(stderr, "gang: nccl: gang \"%s\": ncclCommAbort did not return in %lld ms; "
+                   "leaving it running\n", in->name.c_str(), static_cast<long long>(kAbortGraceMs));
+      in->aborter.detach();
+      return;
+    }
+  }
+  if (in->aborter.joinable()) in->aborter.join();
+  DeviceGuard guard(*in->api, in->device);
+  free_pool(*in);
+  if (in->scratch != nullptr) {
+    if (in->api->FreeAsync != nullptr && in->own != nullptr) {
+      in->api->FreeAsync(in->scratch, in->own);
+    } else {
+      in->api->Free(in->scratch);
+    }
+  }
+  if (in->own != nullptr) in->api->StreamDestroy(in->own);
+  delete in;
+}
+
+}  // namespace gang::backends::nccl_impl

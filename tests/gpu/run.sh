@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# tests/gpu/run.sh - everything that needs a GPU, in one command, for a
+# machine that has one (and CUDA 12/13 with NCCL):
+#
+#   bash tests/gpu/run.sh [BUILD_DIR]     (default: build-gpu)
+#
+# Configures and builds gang there, runs every GPU-labelled test against the
+# real CUDA runtime and NCCL (ctest -L gpu: nccl.gpu.*, python.cuda_gpu),
+# then nccl-tests' all_reduce_perf if it is on PATH (or in $NCCL_TESTS_DIR),
+# for a figure to set beside gang's. Without a GPU it says so and exits 0:
+# every GPU test skips, saying why.
+set -uo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+build=${1:-build-gpu}
+
+gpus=0
+if command -v nvidia-smi >/dev/null 2>&1; then
+  gpus=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | wc -l)
+fi
+echo "== GPUs visible: $gpus"
+[ "$gpus" -gt 0 ] && nvidia-smi --query-gpu=index,name,driver_version,memory.total --format=csv
+
+cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release >/dev/null || exit 1
+cmake --build "$build" -j"$(nproc)" >/dev/null || exit 1
+
+echo "== ctest -L gpu"
+ctest --test-dir "$build" -L gpu --output-on-failure
+rc=$?
+echo "== why GPU tests skipped (if any):"
+grep -hE "skipped: " "$build/Testing/Temporary/LastTest.log" | sort | uniq -c || true
+
+if [ "$gpus" -eq 0 ]; then
+  echo "no GPU: the GPU tests above skipped; nothing else to run"
+  exit "$rc"
+fi
+
+perf=$(command -v all_reduce_perf || true)
+[ -z "$perf" ] && [ -n "${NCCL_TESTS_DIR:-}" ] && perf="$NCCL_TESTS_DIR/all_reduce_perf"
+if [ -n "$perf" ] && [ -x "$perf" ]; then
+  echo "== nccl-tests all_reduce_perf, $gpus GPU(s), 8 B to 1 GiB"
+  "$perf" -b 8 -e 1G -f 4 -g "$gpus"
+else
+  echo "== nccl-tests' all_reduce_perf not found (PATH or NCCL_TESTS_DIR): skipped"
+fi
+exit "$rc"
