@@ -35,6 +35,9 @@
  *   an unfinalized ncclCommDestroy takes.
  * capture: an all-reduce captured into a CUDA graph runs at each launch.
  * pooled: no cudaEventCreate per operation once warm.
+ * completion: with GANG_CUDA_COMPLETION_STREAM a blocking all-reduce queued
+ *   behind 200 ms of work returns at once and its result is right once the
+ *   stream is; the default waits on the host; a bad mode is refused.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -797,6 +800,42 @@ static void test_pooled(void** s) {
   assert_int_equal(gang_test_run_procs(2, pooled, NULL, WALL_S), 0);
 }
 
+/* ---- completion modes ------------------------------------------------------ */
+
+static int completion(int rank, int size, const char* url, void* arg) {
+  gang_t* g = cuda_gang(rank, size, url, 60000);
+  float x = (float)(rank + 1), *d = dalloc(sizeof x);
+  void* s = NULL;
+  int64_t t0, took;
+  (void)arg;
+  CHECK(g != NULL && d != NULL && cu.StreamCreate(&s) == 0, "setup");
+  CHECK_STATUS(gang_set_cuda_completion(g, (gang_cuda_completion_t)7), GANG_ERR_INVALID_ARGUMENT);
+  CHECK(strstr(gang_last_error(), "mode") != NULL, "message: %s", gang_last_error());
+  CHECK_OK(gang_set_cuda_stream(g, s));
+  CHECK_OK(gang_set_cuda_completion(g, GANG_CUDA_COMPLETION_STREAM));
+  to_dev(d, &x, sizeof x);
+  CHECK(cu.LaunchHostFunc(s, slow, NULL) == 0, "host function");
+  t0 = gang_test_now_ms();
+  CHECK_OK(gang_all_reduce(g, d, d, 1, GANG_FLOAT32, GANG_SUM, NULL));
+  took = gang_test_now_ms() - t0;
+  CHECK(took < 150, "stream completion: the call waited %lld ms for the device", (long long)took);
+  cu.StreamSynchronize(s);
+  to_host(&x, d, sizeof x);
+  CHECK(x == (float)(size * (size + 1) / 2), "stream completion: sum %g", x);
+  /* The default again: the host waits for the device. */
+  CHECK_OK(gang_set_cuda_completion(g, GANG_CUDA_COMPLETION_HOST));
+  CHECK(cu.LaunchHostFunc(s, slow, NULL) == 0, "host function");
+  t0 = gang_test_now_ms();
+  CHECK_OK(gang_all_reduce(g, d, d, 1, GANG_FLOAT32, GANG_SUM, NULL));
+  took = gang_test_now_ms() - t0;
+  CHECK(took >= 150, "host completion returned after %lld ms, before the device", (long long)took);
+  CHECK_OK(gang_destroy(g));
+  cu.StreamDestroy(s);
+  return 0;
+}
+
+static void test_completion(void** s) { (void)s; run_or_skip(2, completion); }
+
 /* ---- failures ------------------------------------------------------------- */
 
 /* Issues all-reduces until one fails; that status must come well before the
@@ -965,7 +1004,7 @@ int main(int argc, char** argv) {
       cmocka_unit_test(test_in_progress),
       cmocka_unit_test(test_teardown),
       cmocka_unit_test(test_capture),
-      cmocka_unit_test(test_pooled),
+      cmocka_unit_test(test_pooled),      cmocka_unit_test(test_completion),
   };
   if (argc > 1) {
     /* A filter that names no test would run none and pass. */
