@@ -9,6 +9,10 @@ Three kinds of objects work, all without copies:
   through ``detach()``, which shares its memory, as torch.distributed does;
 - on a CUDA gang, objects with ``__cuda_array_interface__`` (CuPy, Numba).
 
+Device memory also says which GPU holds it and on which CUDA stream its
+producer orders it (AddressView's ``device`` and ``stream``), which the gang
+checks and follows.
+
 16-bit floats whose type Python lacks (bfloat16 in numpy) travel as
 uint16/int16 views with an explicit ``dtype=``. Every problem raises a
 :class:`GangInvalidArgumentError` (a ValueError), or a :class:`GangTypeError`

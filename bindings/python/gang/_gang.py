@@ -186,6 +186,11 @@ class Gang:
     issue the same operations in the same order. They block, releasing the
     GIL, unless ``async_op=True``, which returns a :class:`Work`.
 
+    A CUDA gang takes device memory on its own device (``device``) and
+    orders each operation on its operands' CUDA stream (torch's current
+    stream; a ``__cuda_array_interface__``'s ``stream``) unless
+    :meth:`set_cuda_stream` chose one.
+
     A gang is a context manager; :meth:`close` frees it (and garbage
     collection does, as a safety net).
     """
@@ -873,7 +878,9 @@ def create(backend="auto", device="cpu", rank=None, size=None, init_method=None,
 
     Args:
         backend: "auto" (Gloo on CPU), "gloo", "fake" or a plugin's name.
-        device: "cpu", "cuda" or "cuda:N".
+        device: "cpu", "cuda:N" (also a torch.device) or "cuda" (the
+            backend picks the GPU: the local rank modulo the visible GPUs).
+            Operands on another GPU are refused.
         rank, size: this process's rank and the number of ranks; None reads
             them from the launcher's environment (GANG_RANK/GANG_SIZE,
             torchrun, SLURM, Open MPI, PMI).
