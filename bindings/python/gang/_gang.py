@@ -443,8 +443,9 @@ class Gang:
         fairseq2's all_reduce(tensor, op))."""
         if type(op) is not ReduceOperation:
             op = _op(op)
-        mv, dt, n = view(x, writable=True, dtype=dtype, device=self._cuda)
-        if self._cuda:
+        cuda = self._cuda
+        mv, dt, n = view(x, writable=True, dtype=dtype, device=cuda)
+        if cuda:
             self._order(mv)
         work = capi.gang_all_reduce(self._h, mv, mv, n, dt, op, async_op
                                     if self._group_thread is None else self._mode(async_op))
