@@ -308,3 +308,47 @@ def test_interface_streams():
     assert stream_of(stream=0x7f00) == 0x7f00
     with pytest.raises(TypeError, match="not an int"):
         stream_of(stream="s")
+
+
+class _FakeCudaTensor:
+    """Just enough of a CUDA tensor for gang to read: torch itself needs a
+    GPU for one, and the rule under test is which stream gang asks for."""
+
+    __module__ = "torch.fake"
+
+    class dtype:
+        name = "float32"
+        is_floating_point = True
+
+    is_cuda, is_meta, shape = True, False, (4,)
+
+    def __init__(self, device):
+        self._device = device
+
+    def is_contiguous(self):
+        return True
+
+    def element_size(self):
+        return 4
+
+    def data_ptr(self):
+        return 4096
+
+    def get_device(self):
+        return self._device
+
+
+def test_tensor_stream_is_torchs_current_stream(monkeypatch):
+    """A CUDA tensor is ordered on torch's current stream on its device."""
+    from gang import _buffers
+
+    asked = []
+
+    class Stream:
+        def __init__(self, index):
+            asked.append(index)
+            self.cuda_stream = 0x5000 + index
+
+    monkeypatch.setattr(_buffers, "_current_stream", Stream)
+    v = _buffers.view(_FakeCudaTensor(3), writable=True, device=True)[0]
+    assert (v.stream, v.device, asked) == (0x5003, 3, [3])
