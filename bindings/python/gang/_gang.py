@@ -328,11 +328,12 @@ class Gang:
 
     @property
     def device(self) -> str:
-        """Where the gang's buffers live: "cpu" or "cuda:N"."""
+        """Where the gang's buffers live: "cpu", "cuda:N", or "cuda" for a
+        gang created with device="cuda" (the library does not report the
+        GPU its backend chose, so operands' devices go unchecked there)."""
         if capi.gang_device_type(self._h) == capi.GANG_DEVICE_CPU:
             return "cpu"
         index = capi.gang_device_index(self._h)
-        # A gang created with device="cuda" leaves the choice to the backend.
         return f"cuda:{index}" if index >= 0 else "cuda"
 
     @property
