@@ -34,6 +34,7 @@
 %nothread gang_name;
 %nothread gang_root_rank;
 %nothread gang_set_timeout;
+%nothread gang_set_cuda_stream;
 %nothread gang_get_timeout;
 %nothread gang_get_async_error;
 %nothread gang_supports;

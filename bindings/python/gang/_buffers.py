@@ -9,6 +9,10 @@ Three kinds of objects work, all without copies:
   through ``detach()``, which shares its memory, as torch.distributed does;
 - on a CUDA gang, objects with ``__cuda_array_interface__`` (CuPy, Numba).
 
+Device memory also says which GPU holds it and on which CUDA stream its
+producer orders it (AddressView's ``device`` and ``stream``), which the gang
+checks and follows.
+
 16-bit floats whose type Python lacks (bfloat16 in numpy) travel as
 uint16/int16 views with an explicit ``dtype=``. Every problem raises a
 :class:`GangInvalidArgumentError` (a ValueError), or a :class:`GangTypeError`
@@ -142,7 +146,18 @@ class AddressView(int):
     """Memory gang reads through a pointer rather than the buffer protocol:
     a DLPack tensor's, or device memory's (``__cuda_array_interface__``).
     The int is the address (capi takes it as the pointer); ``shape`` and
-    ``count`` describe the elements, ``keep`` is what keeps them alive."""
+    ``count`` describe the elements, ``keep`` is what keeps them alive.
+
+    For device memory, ``device`` is its CUDA ordinal (-1 where the object
+    does not tell) and ``stream`` the stream its producer orders it on: a
+    cudaStream_t as an int, 0 for the legacy default stream (as
+    gang_set_cuda_stream takes NULL), 2 for the per-thread default stream;
+    None where the producer asks for no synchronisation. ``what`` names
+    the operand in errors."""
+
+    stream = None
+    device = -1
+    what = "x"
 
 
 def _check_device(what: str, device: bool, on_device: bool, typename: str) -> None:
@@ -174,7 +189,7 @@ def _dlpack_view(obj, writable: bool, dtype, what: str, device: bool) -> tuple:
         capsule = obj.__dlpack__()
     except (BufferError, RuntimeError, TypeError, ValueError) as e:
         raise GangTypeError(f"{what}: its __dlpack__ failed ({e})") from None
-    (address, dev_type, _, code, bits, lanes, shape, contiguous,
+    (address, dev_type, dev_id, code, bits, lanes, shape, contiguous,
      readonly) = capi.dlpack_info(capsule)
     _check_device(what, device, dev_type == _DL_CUDA, type(obj).__name__)
     if dev_type not in (_DL_CPU, _DL_CUDA, _DL_CUDA_HOST):
@@ -191,6 +206,10 @@ def _dlpack_view(obj, writable: bool, dtype, what: str, device: bool) -> tuple:
     dt = _choose(what, natural, dtype, bits // 8, _DL_KINDS.get(code) in ("i", "u"),
                  f"DLPack dtype (code {code}, {bits} bits, {lanes} lanes)")
     v = _address_view(address, shape, capsule)
+    if dev_type == _DL_CUDA:
+        # __dlpack__() without a stream argument promises the data ready
+        # for the legacy default stream.
+        v.device, v.stream, v.what = dev_id, 0, what
     return v, dt, v.count
 
 
@@ -236,7 +255,27 @@ def _torch_view(t, writable: bool, dtype, what: str, device: bool) -> tuple:
     if address == 0 and t.is_meta:
         raise meta_tensor_error(what)
     v = _address_view(address, tuple(t.shape), t)
+    if device:
+        # Ordered as torch.distributed orders it: on the stream current on
+        # the tensor's device when the call is made (handle 0 is torch's
+        # default stream, the legacy one).
+        v.device = index = t.get_device()
+        v.stream = _torch_current_stream(index)
+        v.what = what
     return v, dt, v.count
+
+
+_current_stream = None  # torch.cuda.current_stream, once torch is needed
+
+
+def _torch_current_stream(index: int) -> int:
+    """The handle of torch's current stream on CUDA device `index`."""
+    global _current_stream
+    if _current_stream is None:
+        import torch
+
+        _current_stream = torch.cuda.current_stream
+    return _current_stream(index).cuda_stream
 
 
 # class -> whether it is a torch tensor class, learned as they come.
@@ -284,7 +323,36 @@ def _cai_view(obj, writable: bool, dtype, what: str) -> tuple:
         raise GangInvalidArgumentError(f"{what} is read-only; gang writes into it")
     dt = _choose(what, _typestr_dtype(typestr), dtype, itemsize, typestr[1:2] in "iu",
                  f"device typestr {typestr!r}")
+    v.stream = _cai_stream(what, cai)
+    v.what = what
+    # The interface names no device; CuPy's arrays carry theirs as .device.id.
+    index = getattr(getattr(obj, "device", None), "id", None)
+    if type(index) is int:
+        v.device = index
     return v, dt, v.count
+
+
+def _cai_stream(what: str, cai: dict):
+    """The stream a __cuda_array_interface__ asks consumers to order on
+    (version 3's ``stream``): None asks for no synchronisation; 1 is the
+    legacy default stream (returned as 0, gang_set_cuda_stream's NULL), 2
+    the per-thread default stream; any other int a cudaStream_t. Without
+    the field (versions before 3 too), the legacy default stream."""
+    stream = cai.get("stream", 1)
+    if stream is None:
+        return None
+    if type(stream) is not int:
+        try:
+            if isinstance(stream, bool):
+                raise TypeError
+            stream = int(stream.__index__())
+        except (AttributeError, TypeError):
+            raise GangTypeError(f"{what}: __cuda_array_interface__ stream {stream!r} is "
+                                f"not an int or None") from None
+    if stream < 0:
+        raise GangInvalidArgumentError(
+            f"{what}: __cuda_array_interface__ stream {stream} is not a stream")
+    return 0 if stream == 1 else stream
 
 
 def _choose(what: str, natural, dtype, itemsize: int, integer: bool, described: str) -> DType:

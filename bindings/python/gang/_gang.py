@@ -166,6 +166,15 @@ def _check_count(what: str, have: int, want: int) -> None:
             f"{what} has {have} elements, the operation needs {want}")
 
 
+def _stream_name(stream: int) -> str:
+    """A stream as _order() holds it, in words."""
+    if stream == 0:
+        return "the legacy default stream"
+    if stream == 2:
+        return "the per-thread default stream"
+    return f"stream {stream:#x}"
+
+
 class Gang:
     """A group of processes, each with a rank in [0, size), that run
     collectives together. Made by :func:`create`, :class:`FakeGang`,
@@ -176,6 +185,11 @@ class Gang:
     from ``dtype=`` for bfloat16 (uint16 views). Every rank of the gang must
     issue the same operations in the same order. They block, releasing the
     GIL, unless ``async_op=True``, which returns a :class:`Work`.
+
+    A CUDA gang takes device memory on its own device (``device``) and
+    orders each operation on its operands' CUDA stream (torch's current
+    stream; a ``__cuda_array_interface__``'s ``stream``) unless
+    :meth:`set_cuda_stream` chose one.
 
     A gang is a context manager; :meth:`close` frees it (and garbage
     collection does, as a safety net).
@@ -188,23 +202,82 @@ class Gang:
         self._rank = capi.gang_rank(handle)
         self._size = capi.gang_size(handle)
         self._cuda = capi.gang_device_type(handle) != capi.GANG_DEVICE_CPU
+        self._device_index = capi.gang_device_index(handle)
         self._ranks = None
         self._group_thread = None  # the thread with an open group()
+        # CUDA streams: _follow while operations go on their operands' stream
+        # (set_cuda_stream("auto")), False once set_cuda_stream chose one;
+        # _stream_set is the stream last given to gang_set_cuda_stream (0 for
+        # NULL, the legacy default stream), None while the gang has its own.
+        self._follow = True
+        self._stream_set = None
 
     def set_cuda_stream(self, stream) -> None:
-        """Orders this CUDA gang's operations on `stream`: a torch or CuPy
-        stream (its ``cuda_stream`` or ``ptr``), a cudaStream_t as an int,
-        or None for the legacy default stream. Without a call the gang uses
-        a stream of its own. A CPU gang takes None only."""
+        """Chooses the CUDA stream this gang's operations are ordered on.
+
+        By default (and after ``set_cuda_stream("auto")``) each operation
+        goes on the stream of its operands, as torch.distributed does:
+        torch's current stream on the tensor's device; the ``stream`` of a
+        ``__cuda_array_interface__`` (version 3; without one, the legacy
+        default stream; None asks for no synchronisation and leaves the
+        gang's stream as it is); the legacy default stream for other DLPack
+        producers. A stream given here instead (a torch or CuPy stream, its
+        ``cuda_stream`` or ``ptr``, a cudaStream_t as an int, or None for the
+        legacy default stream) orders every operation until the next call.
+        A CPU gang takes None and "auto" only."""
+        if isinstance(stream, str):
+            if stream != "auto":
+                raise GangInvalidArgumentError(f"stream: {stream!r}; the only name taken "
+                                               f"is 'auto' (follow the operands' streams)")
+            self._follow = True
+            return
         if stream is not None and not isinstance(stream, int):
             handle = getattr(stream, "cuda_stream", None)
             if handle is None:
                 handle = getattr(stream, "ptr", None)
             if not isinstance(handle, int):
-                raise GangTypeError(f"stream: expected a CUDA stream, an int or None, got "
-                                f"{type(stream).__name__}")
+                raise GangTypeError(f"stream: expected a CUDA stream, an int, None or "
+                                    f"'auto', got {type(stream).__name__}")
             stream = handle
         capi.gang_set_cuda_stream(self._h, stream if stream else None)
+        self._follow = False
+        self._stream_set = stream or 0
+
+    def _order(self, *views) -> None:
+        """For a CUDA gang, before an operation is issued: refuses operands
+        on another device than the gang's, and (unless set_cuda_stream chose
+        a stream) orders the operation on the operands' stream. The C call
+        is made only when that stream changed."""
+        stream = first = None
+        gang_device = self._device_index
+        for v in views:
+            if v is None:
+                continue
+            if v.device != gang_device and v.device >= 0 and gang_device >= 0:
+                raise GangInvalidArgumentError(
+                    f"{v.what} is on cuda:{v.device}, the gang on cuda:{gang_device}; "
+                    f"move it there (.to('cuda:{gang_device}')), or use a gang "
+                    f"created with device='cuda:{v.device}'")
+            if v.stream is not None:
+                if stream is None:
+                    stream, first = v.stream, v
+                elif v.stream != stream and self._follow:
+                    raise GangInvalidArgumentError(
+                        f"{first.what} is ordered on {_stream_name(stream)}, {v.what} on "
+                        f"{_stream_name(v.stream)}; one operation runs on one stream: "
+                        f"choose it with set_cuda_stream()")
+        if stream is not None and self._follow and stream != self._stream_set:
+            capi.gang_set_cuda_stream(self._h, stream or None)
+            self._stream_set = stream
+
+    def _child(self, handle):
+        """A sub-gang of this gang: None stays None; it inherits the stream
+        choice (the library gives it this gang's stream)."""
+        if handle is None:
+            return None
+        child = Gang(handle)
+        child._follow, child._stream_set = self._follow, self._stream_set
+        return child
 
     def _done(self, work, output, *keep):
         """The result of a collective: output, or a Work while it is in
@@ -255,10 +328,13 @@ class Gang:
 
     @property
     def device(self) -> str:
-        """Where the gang's buffers live: "cpu" or "cuda:N"."""
+        """Where the gang's buffers live: "cpu", "cuda:N", or "cuda" for a
+        gang created with device="cuda" (the library does not report the
+        GPU its backend chose, so operands' devices go unchecked there)."""
         if capi.gang_device_type(self._h) == capi.GANG_DEVICE_CPU:
             return "cpu"
-        return f"cuda:{capi.gang_device_index(self._h)}"
+        index = capi.gang_device_index(self._h)
+        return f"cuda:{index}" if index >= 0 else "cuda"
 
     @property
     def timeout(self) -> float:
@@ -341,15 +417,13 @@ class Gang:
     def create_gang(self, ranks):
         """A gang of the listed ranks of this gang (collective over this
         gang; every rank passes the same list). None on non-members."""
-        handle = capi.gang_create_subgang(self._h, list(ranks))
-        return None if handle is None else Gang(handle)
+        return self._child(capi.gang_create_subgang(self._h, list(ranks)))
 
     def split(self, color, key=None):
         """Ranks with the same color form a gang, ordered by key (default:
         this rank). Collective; color None joins no gang and gives None."""
         color = capi.GANG_COLOR_NONE if color is None else color
-        handle = capi.gang_split(self._h, color, self._rank if key is None else key)
-        return None if handle is None else Gang(handle)
+        return self._child(capi.gang_split(self._h, color, self._rank if key is None else key))
 
     # ---- collectives ----------------------------------------------------
 
@@ -370,7 +444,10 @@ class Gang:
         fairseq2's all_reduce(tensor, op))."""
         if type(op) is not ReduceOperation:
             op = _op(op)
-        mv, dt, n = view(x, writable=True, dtype=dtype, device=self._cuda)
+        cuda = self._cuda
+        mv, dt, n = view(x, writable=True, dtype=dtype, device=cuda)
+        if cuda:
+            self._order(mv)
         work = capi.gang_all_reduce(self._h, mv, mv, n, dt, op, async_op
                                     if self._group_thread is None else self._mode(async_op))
         return x if work is None else Work(work, x, (mv,), self)
@@ -381,6 +458,8 @@ class Gang:
         op, dst = _op(op), _index("dst", dst)
         at_dst = self._rank == dst
         mv, dt, n = self._view(x, writable=at_dst, dtype=dtype)
+        if self._cuda:
+            self._order(mv)
         work = capi.gang_reduce(self._h, mv, mv if at_dst else None, n, dt, op, dst,
                                 self._mode(async_op))
         return self._done(work, x, mv)
@@ -389,6 +468,8 @@ class Gang:
         """Copies source_rank's x into every rank's x; returns x."""
         source_rank = _index("source_rank", source_rank)
         mv, dt, n = self._view(x, writable=True, dtype=dtype)
+        if self._cuda:
+            self._order(mv)
         return self._done(capi.gang_broadcast(self._h, mv, n, dt, source_rank,
                                          self._mode(async_op)), x, mv)
 
@@ -399,6 +480,8 @@ class Gang:
         ov, odt, m = self._view(out, writable=True, dtype=dtype, what="out")
         _check_dtypes("out", dt, odt)
         _check_count("out", m, n * self._size)
+        if self._cuda:
+            self._order(xv, ov)
         return self._done(capi.gang_all_gather(self._h, xv, ov, n, dt, self._mode(async_op)),
                      out, xv, ov)
 
@@ -457,6 +540,8 @@ class Gang:
         _check_dtypes("out", dt, odt)
         counts = [s * per_row for s in sizes]
         _check_count("out", m, sum(counts))
+        if self._cuda:
+            self._order(xv, ov)
         work = capi.gang_all_gatherv(self._h, xv, counts[self._rank], ov, counts, dt,
                                      self._mode(async_op))
         return self._done(work, out, xv, ov)
@@ -475,6 +560,8 @@ class Gang:
             _check_count("out", m, n * self._size)
         else:
             out = None
+        if self._cuda:
+            self._order(xv, ov)
         work = capi.gang_gather(self._h, xv, ov, n, dt, dst, self._mode(async_op))
         return self._done(work, out, xv, ov)
 
@@ -488,6 +575,8 @@ class Gang:
             xv, xdt, m = self._view(x, dtype=dtype)
             _check_dtypes("x", dt, xdt)
             _check_count("x", m, n * self._size)
+        if self._cuda:
+            self._order(xv, ov)
         return self._done(capi.gang_scatter(self._h, xv, ov, n, dt, src, self._mode(async_op)),
                      out, xv, ov)
 
@@ -507,6 +596,8 @@ class Gang:
         ov, odt, m = self._view(out, writable=True, dtype=dtype, what="out")
         _check_dtypes("out", dt, odt)
         _check_count("out", m, chunk * per_row)
+        if self._cuda:
+            self._order(xv, ov)
         work = capi.gang_reduce_scatter(self._h, xv, ov, chunk * per_row, dt, op,
                                         self._mode(async_op))
         return self._done(work, out, xv, ov)
@@ -527,6 +618,8 @@ class Gang:
         _check_dtypes("out", dt, odt)
         counts = [s * per_row for s in sizes]
         _check_count("out", m, counts[self._rank])
+        if self._cuda:
+            self._order(xv, ov)
         work = capi.gang_reduce_scatterv(self._h, xv, ov, counts, dt, op, self._mode(async_op))
         return self._done(work, out, xv, ov)
 
@@ -540,6 +633,8 @@ class Gang:
             raise GangInvalidArgumentError(
                 f"x has {n} elements, not a multiple of the gang size {self._size}")
         _check_count("out", m, n)
+        if self._cuda:
+            self._order(xv, ov)
         work = capi.gang_all_to_all(self._h, xv, ov, n // self._size, dt, self._mode(async_op))
         return self._done(work, out, xv, ov)
 
@@ -562,6 +657,8 @@ class Gang:
         ov, odt, m = self._view(out, writable=True, dtype=dtype, what="out")
         _check_dtypes("out", dt, odt)
         _check_count("out", m, sum(recv_sizes) * per_row)
+        if self._cuda:
+            self._order(xv, ov)
         work = capi.gang_all_to_allv(self._h, xv, [s * per_row for s in send_sizes], ov,
                                      [s * per_row for s in recv_sizes], dt,
                                      self._mode(async_op))
@@ -571,6 +668,8 @@ class Gang:
         """Sends x to rank dst (default: the next rank) with a tag."""
         mv, dt, n = self._view(x, dtype=dtype)
         dst = (self._rank + 1) % self._size if dst is None else _index("dst", dst)
+        if self._cuda:
+            self._order(mv)
         return self._done(capi.gang_send(self._h, mv, n, dt, dst, _index("tag", tag),
                                     self._mode(async_op)), None, mv)
 
@@ -579,6 +678,8 @@ class Gang:
         out's size and dtype must equal the sender's. Returns out."""
         mv, dt, n = self._view(out, writable=True, dtype=dtype, what="out")
         src = (self._rank - 1) % self._size if src is None else _index("src", src)
+        if self._cuda:
+            self._order(mv)
         return self._done(capi.gang_recv(self._h, mv, n, dt, src, _index("tag", tag),
                                     self._mode(async_op)), out, mv)
 
@@ -779,7 +880,9 @@ def create(backend="auto", device="cpu", rank=None, size=None, init_method=None,
 
     Args:
         backend: "auto" (Gloo on CPU), "gloo", "fake" or a plugin's name.
-        device: "cpu", "cuda" or "cuda:N".
+        device: "cpu", "cuda:N" (also a torch.device) or "cuda" (the
+            backend picks the GPU: the local rank modulo the visible GPUs).
+            Operands on another GPU are refused.
         rank, size: this process's rank and the number of ranks; None reads
             them from the launcher's environment (GANG_RANK/GANG_SIZE,
             torchrun, SLURM, Open MPI, PMI).

@@ -103,6 +103,8 @@ class Gangs:
             gang = by_pointer.get(int(axis_handle))
             if gang is None:
                 gang = by_pointer[int(axis_handle)] = Gang(axis_handle, owner=self)
+                # The library gives sub-gangs the root's stream; so does Python.
+                gang._follow, gang._stream_set = root._follow, root._stream_set
             setattr(self, name, gang)
         return self
 

@@ -1,4 +1,5 @@
-"""CUDA gangs from Python: device memory through __cuda_array_interface__.
+"""CUDA gangs from Python: device memory through __cuda_array_interface__,
+each operation on its operands' stream and device.
 
 Runs where CUDA works: against the host double of CUDA and NCCL
 (tests/nccl_double, whose "device memory" is host memory; CTest's
@@ -8,6 +9,8 @@ and says why.
 
 import ctypes
 import os
+import threading
+import time
 
 import numpy as np
 import pytest
@@ -44,11 +47,23 @@ def _skip_reason():
 pytestmark = pytest.mark.skipif(_skip_reason() is not None, reason=str(_skip_reason()))
 
 
+class _Device:
+    """CuPy's description of an array's device (ndarray.device.id)."""
+
+    def __init__(self, index):
+        self.id = index
+
+
 class DeviceArray:
     """A device copy of a numpy array, described by __cuda_array_interface__
-    (as torch CUDA tensors and CuPy arrays are)."""
+    (as torch CUDA tensors and CuPy arrays are). Without `stream` the
+    interface has no stream field (the legacy default stream); with one, it
+    names that stream (None: no synchronisation asked for). `device`, if
+    given, is told the way CuPy tells it."""
 
-    def __init__(self, cudart, host, readonly=False):
+    _NO_STREAM = object()
+
+    def __init__(self, cudart, host, readonly=False, stream=_NO_STREAM, device=None):
         self._rt = cudart
         self.dtype, self.shape = host.dtype, host.shape
         self._ptr = ctypes.c_void_p()
@@ -60,6 +75,14 @@ class DeviceArray:
             "shape": host.shape, "typestr": host.dtype.str, "strides": None,
             "data": (self._ptr.value, readonly), "version": 3,
         }
+        if stream is not DeviceArray._NO_STREAM:
+            self.__cuda_array_interface__["stream"] = stream
+        if device is not None:
+            self.device = _Device(device)
+
+    @property
+    def ptr(self):
+        return self._ptr
 
     def get(self):
         out = np.empty(self.shape, dtype=self.dtype)
@@ -129,3 +152,203 @@ def _cpu_refuses_device_memory():
 
 def test_cpu_gang_refuses_device_memory():
     run_ranks(1, _cpu_refuses_device_memory)
+
+
+# ---- streams: each operation goes on its operands' stream ------------------
+
+_HOST_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+
+
+def _new_stream(rt):
+    stream = ctypes.c_void_p()
+    assert rt.cudaStreamCreate(ctypes.byref(stream)) == 0
+    return stream
+
+
+def _late_input():
+    """The input is written on a stream of its own after a slow task there;
+    the all-reduce, ordered on that stream, reads it only once written."""
+    rt = _cudart()
+    with gang.create(device="cuda", timeout=60) as g:
+        r, n = g.rank, g.size
+        stream = _new_stream(rt)
+        slow = _HOST_FN(lambda _: time.sleep(0.2))
+        host = np.full(1000, r + 1, dtype=np.float32)
+        x = DeviceArray(rt, np.zeros(1000, dtype=np.float32), stream=stream.value)
+        assert rt.cudaLaunchHostFunc(stream, slow, None) == 0
+        assert rt.cudaMemcpyAsync(x.ptr, ctypes.c_void_p(host.ctypes.data),
+                                  ctypes.c_size_t(host.nbytes), _MEMCPY_DEFAULT, stream) == 0
+        g.all_reduce(x)
+        assert rt.cudaStreamSynchronize(stream) == 0
+        np.testing.assert_array_equal(x.get(), np.full(1000, n * (n + 1) // 2))
+        assert rt.cudaStreamDestroy(stream) == 0
+    return True
+
+
+def test_input_written_late_on_its_stream():
+    run_ranks(2, _late_input)
+
+
+_HOST_FNS = []  # callbacks live as long as the rank: a stream may still be in one
+
+
+def _held(rt, stream):
+    """Holds `stream` with a task that runs until the returned event is set."""
+    gate = threading.Event()
+    hold = _HOST_FN(lambda _: gate.wait(60))
+    _HOST_FNS.append(hold)
+    assert rt.cudaLaunchHostFunc(stream, hold, None) == 0
+    return gate
+
+
+def _explicit_stream_wins():
+    rt = _cudart()
+    with gang.create(device="cuda", timeout=60) as g:
+        n = g.size
+        busy, free = _new_stream(rt), _new_stream(rt)
+        x = DeviceArray(rt, np.ones(4, dtype=np.float32), stream=busy.value)
+
+        # Chosen: the operand's stream, held, does not hold the operation.
+        g.set_cuda_stream(free.value)
+        gate = _held(rt, busy)
+        try:
+            work = g.all_reduce(x, async_op=True)
+            assert work.wait(timeout=30), "the operation waited for the operand's stream"
+        finally:
+            gate.set()
+        np.testing.assert_array_equal(x.get(), np.full(4, n))
+
+        # "auto": the operation follows the operand's stream again.
+        g.set_cuda_stream("auto")
+        gate = _held(rt, busy)
+        try:
+            work = g.all_reduce(x, async_op=True)
+            assert not work.wait(timeout=0.3), "the operation ran before its operand's stream"
+        finally:
+            gate.set()
+        assert work.wait(timeout=30)
+        np.testing.assert_array_equal(x.get(), np.full(4, n * n))
+
+        # The stream is handed to the library only when it changes.
+        calls = []
+        real = gang.capi.gang_set_cuda_stream
+        gang.capi.gang_set_cuda_stream = lambda h, s: (calls.append(s), real(h, s))[1]
+        try:
+            for _ in range(3):
+                g.all_reduce(x)
+            g.all_reduce(DeviceArray(rt, np.ones(1, dtype=np.float32)))  # legacy default
+            g.all_reduce(DeviceArray(rt, np.ones(1, dtype=np.float32), stream=None))
+        finally:
+            gang.capi.gang_set_cuda_stream = real
+        assert calls == [None], calls
+
+        # A sub-gang keeps a chosen stream.
+        g.set_cuda_stream(free.value)
+        sub = g.split(0)
+        with sub:
+            gate = _held(rt, busy)
+            try:
+                assert sub.all_reduce(x, async_op=True).wait(timeout=30)
+            finally:
+                gate.set()
+        rt.cudaDeviceSynchronize()
+        for s in (busy, free):
+            assert rt.cudaStreamDestroy(s) == 0
+    return True
+
+
+def test_explicit_stream_wins_until_auto():
+    run_ranks(2, _explicit_stream_wins)
+
+
+def _devices():
+    rt = _cudart()
+    with gang.create(device="cuda:1", timeout=60) as g:
+        assert g.device == "cuda:1"
+        other = DeviceArray(rt, np.ones(2, dtype=np.float32), device=2)
+        with pytest.raises(gang.GangInvalidArgumentError,
+                           match=r"x is on cuda:2, the gang on cuda:1"):
+            g.all_reduce(other)
+        out = DeviceArray(rt, np.zeros((g.size, 2), dtype=np.float32), device=0)
+        with pytest.raises(gang.GangInvalidArgumentError,
+                           match=r"out is on cuda:0, the gang on cuda:1"):
+            g.all_gather(out, DeviceArray(rt, np.ones(2, dtype=np.float32), device=1))
+        # Its own device, and memory that does not tell, are taken.
+        x = DeviceArray(rt, np.ones(2, dtype=np.float32), device=1)
+        g.all_reduce(x)
+        np.testing.assert_array_equal(x.get(), np.full(2, g.size))
+
+        # Two operands on two streams: refused while following them.
+        a, b = _new_stream(rt), _new_stream(rt)
+        with pytest.raises(gang.GangInvalidArgumentError, match="one operation runs on one"):
+            g.all_gather(DeviceArray(rt, np.zeros((g.size, 2), dtype=np.float32), stream=a.value),
+                         DeviceArray(rt, np.ones(2, dtype=np.float32), stream=b.value))
+        g.barrier()
+    return True
+
+
+def test_operands_on_another_device_are_refused():
+    run_ranks(2, _devices)
+
+
+def test_interface_streams():
+    """__cuda_array_interface__'s stream field as gang reads it."""
+    from gang._buffers import view
+
+    def stream_of(**fields):
+        cai = {"shape": (2,), "typestr": "<f4", "data": (4096, False), "version": 3}
+        cai.update(fields)
+        obj = type("Device", (), {"__cuda_array_interface__": cai})()
+        return view(obj, device=True)[0].stream
+
+    assert stream_of() == 0               # no field: the legacy default stream
+    assert stream_of(stream=None) is None  # no synchronisation asked for
+    assert stream_of(stream=1) == 0       # legacy default
+    assert stream_of(stream=2) == 2       # per-thread default
+    assert stream_of(stream=0x7f00) == 0x7f00
+    with pytest.raises(TypeError, match="not an int"):
+        stream_of(stream="s")
+
+
+class _FakeCudaTensor:
+    """Just enough of a CUDA tensor for gang to read: torch itself needs a
+    GPU for one, and the rule under test is which stream gang asks for."""
+
+    __module__ = "torch.fake"
+
+    class dtype:
+        name = "float32"
+        is_floating_point = True
+
+    is_cuda, is_meta, shape = True, False, (4,)
+
+    def __init__(self, device):
+        self._device = device
+
+    def is_contiguous(self):
+        return True
+
+    def element_size(self):
+        return 4
+
+    def data_ptr(self):
+        return 4096
+
+    def get_device(self):
+        return self._device
+
+
+def test_tensor_stream_is_torchs_current_stream(monkeypatch):
+    """A CUDA tensor is ordered on torch's current stream on its device."""
+    from gang import _buffers
+
+    asked = []
+
+    class Stream:
+        def __init__(self, index):
+            asked.append(index)
+            self.cuda_stream = 0x5000 + index
+
+    monkeypatch.setattr(_buffers, "_current_stream", Stream)
+    v = _buffers.view(_FakeCudaTensor(3), writable=True, device=True)[0]
+    assert (v.stream, v.device, asked) == (0x5003, 3, [3])
