@@ -277,6 +277,10 @@ static int battery(gang_t* g, int rank, int size) {
   BAD(gang_set_cuda_stream(NULL, NULL), "gang");
   EXPECT(gang_set_cuda_stream(g, (void*)&nfail), GANG_ERR_UNSUPPORTED, "NULL stream");
   EXPECT(gang_set_cuda_stream(g, NULL), GANG_OK, "");
+  BAD(gang_set_cuda_completion(NULL, GANG_CUDA_COMPLETION_STREAM), "gang");
+  EXPECT(gang_set_cuda_completion(g, (gang_cuda_completion_t)-1), GANG_ERR_INVALID_ARGUMENT, "mode");
+  EXPECT(gang_set_cuda_completion(g, GANG_CUDA_COMPLETION_STREAM), GANG_OK, "");
+  EXPECT(gang_set_cuda_completion(g, GANG_CUDA_COMPLETION_HOST), GANG_OK, "");
   BAD(gang_split(g, -2, 0, &sub), "color");
   BAD(gang_split(g, 0, 0, NULL), "out");
   BAD(gang_create_subgang(g, dup, 2, &sub), "ranks");
