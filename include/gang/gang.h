@@ -636,7 +636,14 @@ GANG_API gang_status_t gang_barrier(gang_t* gang, gang_work_t** work);
  *  with distinct tags completes (e.g. two asynchronous sends, then the
  *  receives in reverse tag order). A blocking send may wait until the peer
  *  posts its receive: use asynchronous calls or gang_group_start/end to
- *  exchange. peer == own rank is GANG_ERR_INVALID_ARGUMENT. */
+ *  exchange. peer == own rank is GANG_ERR_INVALID_ARGUMENT.
+ *
+ *  CUDA gangs (NCCL): sends and receives are enqueued in issue order with
+ *  everything else and take tag 0 only; asynchronous calls are NOT enough to
+ *  exchange, since a send waits on the GPU for its receive and two ranks
+ *  that both send first deadlock there. Exchange in one group:
+ *    gang_group_start(g); gang_send(g, a, n, dt, peer, 0, NULL);
+ *    gang_recv(g, b, n, dt, peer, 0, NULL); gang_group_end(g, NULL); */
 GANG_API gang_status_t gang_send(gang_t* gang, const void* buf, size_t count,
                                  gang_dtype_t dtype, int peer, int tag,
                                  gang_work_t** work);

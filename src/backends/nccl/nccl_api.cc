@@ -118,6 +118,7 @@ Loaded load() {
       resolve(cudart, c, "cudaStreamCreateWithFlags", &a.StreamCreateWithFlags, &l.why) &&
       resolve(cudart, c, "cudaStreamDestroy", &a.StreamDestroy, &l.why) &&
       resolve(cudart, c, "cudaStreamWaitEvent", &a.StreamWaitEvent, &l.why) &&
+      resolve(cudart, c, "cudaStreamQuery", &a.StreamQuery, &l.why) &&
       resolve(cudart, c, "cudaEventCreateWithFlags", &a.EventCreateWithFlags, &l.why) &&
       resolve(cudart, c, "cudaEventDestroy", &a.EventDestroy, &l.why) &&
       resolve(cudart, c, "cudaEventRecord", &a.EventRecord, &l.why) &&

@@ -20,6 +20,7 @@ struct Api {
   decltype(&::cudaStreamCreateWithFlags) StreamCreateWithFlags;
   decltype(&::cudaStreamDestroy) StreamDestroy;
   decltype(&::cudaStreamWaitEvent) StreamWaitEvent;
+  decltype(&::cudaStreamQuery) StreamQuery;
   cudaError_t (*EventCreateWithFlags)(cudaEvent_t*, unsigned int);  // overloaded in C++
   decltype(&::cudaEventDestroy) EventDestroy;
   decltype(&::cudaEventRecord) EventRecord;

@@ -266,7 +266,9 @@ gang_status_t post(void* backend, const gang_backend_op_t* ops, size_t nops, voi
   if (!captured) {
     w = take_work(in, &text);
     if (w == nullptr) return cuda_failed(text);
-    if (own) {
+    // The gang's own stream waits for the caller's, unless that has
+    // nothing left to run (then what it wrote is written).
+    if (own && a.StreamQuery(caller) != cudaSuccess) {
       cudaError_t ce = a.EventRecord(w->ready, caller);
       if (ce == cudaSuccess) ce = a.StreamWaitEvent(in.own, w->ready, 0);
       if (ce != cudaSuccess) return cuda_failed(cuda_text(a, "ordering after the caller's stream", ce));
