@@ -459,6 +459,22 @@ struct gang_backend {
    *  gang_device_index() reports. May be NULL: gang reports the ordinal it
    *  asked for. */
   int32_t (*device_index)(void* backend);
+
+  /** A shrink (as ncclCommShrink): the new gang of the parent's survivors,
+   *  made from the parent instance's own state. Called on every surviving
+   *  rank of the parent, which may have failed or been aborted; excluded
+   *  lists the nexcluded parent ranks left out, in increasing order (none
+   *  of them calls). config describes the new gang as create's does (its
+   *  rank among the survivors, in the order of their parent ranks; its
+   *  store, for a rendezvous if the module needs one), with parent set to
+   *  the parent instance and color -1. Collective over the survivors and
+   *  bounded by config->timeout_ms. GANG_ERR_UNSUPPORTED (alike on every
+   *  survivor) makes gang call create on the survivors instead. May be
+   *  NULL: gang always calls create. */
+  gang_status_t (*shrink)(void* parent, const int32_t* excluded,
+                          size_t nexcluded,
+                          const gang_backend_config_t* config, void** backend,
+                          char* err, size_t err_len);
 };
 
 GANG_END_DECLS

@@ -39,7 +39,8 @@ static_assert(sizeof(void*) != 8 ||
                    offsetof(gang_backend_t, probe) == 32 &&
                    offsetof(gang_backend_t, split) == 120 &&
                    offsetof(gang_backend_t, device_index) == 128 &&
-                   sizeof(gang_backend_t) == 136),
+                   offsetof(gang_backend_t, shrink) == 136 &&
+                   sizeof(gang_backend_t) == 144),
               "gang_backend_t has padding");
 static_assert(sizeof(gang_backend_store_t) == 5 * sizeof(void*),
               "gang_backend_store_t has padding");

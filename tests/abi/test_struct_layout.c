@@ -125,7 +125,8 @@ FIELD(gang_backend_t, finalize, 104);
 FIELD(gang_backend_t, abort, 112);
 FIELD(gang_backend_t, split, 120);
 FIELD(gang_backend_t, device_index, 128);
-SIZE(gang_backend_t, 136);
+FIELD(gang_backend_t, shrink, 136);
+SIZE(gang_backend_t, 144);
 #endif
 #if GANG_LAYOUT_ILP32
 FIELD(gang_options_t, struct_size, 0);
@@ -223,7 +224,8 @@ FIELD(gang_backend_t, finalize, 60);
 FIELD(gang_backend_t, abort, 64);
 FIELD(gang_backend_t, split, 68);
 FIELD(gang_backend_t, device_index, 72);
-SIZE(gang_backend_t, 76);
+FIELD(gang_backend_t, shrink, 76);
+SIZE(gang_backend_t, 80);
 #endif
 
 int main(void) {

@@ -35,6 +35,10 @@
  *   an unfinalized ncclCommDestroy takes.
  * capture: an all-reduce captured into a CUDA graph runs at each launch.
  * pooled: no cudaEventCreate per operation once warm.
+ * shrink (the module's table, as the core's shrink will call it): 3 ranks,
+ *   rank 2 leaves; the survivors shrink with ncclCommShrink (healthy
+ *   parent), then, after aborting, with a new communicator through the
+ *   store; an all-reduce over each shrunk gang is right.
  * completion: with GANG_CUDA_COMPLETION_STREAM a blocking all-reduce queued
  *   behind 200 ms of work returns at once and its result is right once the
  *   stream is; the default waits on the host; a bad mode is refused.
@@ -55,6 +59,7 @@
 #include <cmocka.h>
 
 #include <gang/gang.h>
+#include <gang/gang_backend.h>
 
 #include "harness.h"
 
@@ -831,6 +836,200 @@ static int completion(int rank, int size, const char* url, void* arg) {
 
 static void test_completion(void** s) { (void)s; run_or_skip(2, completion); }
 
+/* ---- shrinking, through the module's table ------------------------------------ */
+
+/* The gang's store as the module's callbacks: keys under a prefix. */
+struct cstore {
+  gang_store_t* s;
+  char prefix[32];
+};
+
+static void cs_key(struct cstore* c, const char* key, char* out, size_t n) {
+  snprintf(out, n, "%s/%s", c->prefix, key);
+}
+
+static gang_status_t cs_set(void* ctx, const char* key, const void* data, size_t len, char* err,
+                            size_t err_len) {
+  char k[256];
+  gang_status_t st;
+  cs_key(ctx, key, k, sizeof k);
+  st = gang_store_set(((struct cstore*)ctx)->s, k, data, len);
+  if (st != GANG_OK) snprintf(err, err_len, "%s", gang_last_error());
+  return st;
+}
+
+static gang_status_t cs_get(void* ctx, const char* key, int64_t timeout_ms, void** data,
+                            size_t* len, char* err, size_t err_len) {
+  char k[256];
+  gang_status_t st;
+  void* v = NULL;
+  (void)timeout_ms;
+  cs_key(ctx, key, k, sizeof k);
+  st = gang_store_get(((struct cstore*)ctx)->s, k, &v, len);
+  if (st != GANG_OK) {
+    snprintf(err, err_len, "%s", gang_last_error());
+    return st;
+  }
+  /* The module frees with free(): hand it a malloc'd copy. */
+  *data = malloc(*len ? *len : 1);
+  if (*len) memcpy(*data, v, *len);
+  gang_free(v);
+  return GANG_OK;
+}
+
+static gang_status_t cs_add(void* ctx, const char* key, int64_t delta, int64_t* out, char* err,
+                            size_t err_len) {
+  char k[256];
+  gang_status_t st;
+  cs_key(ctx, key, k, sizeof k);
+  st = gang_store_add(((struct cstore*)ctx)->s, k, delta, out);
+  if (st != GANG_OK) snprintf(err, err_len, "%s", gang_last_error());
+  return st;
+}
+
+static gang_status_t cs_remove(void* ctx, const char* key, char* err, size_t err_len) {
+  char k[256];
+  gang_status_t st;
+  cs_key(ctx, key, k, sizeof k);
+  st = gang_store_delete(((struct cstore*)ctx)->s, k);
+  if (st != GANG_OK) snprintf(err, err_len, "%s", gang_last_error());
+  return st;
+}
+
+/* The NCCL module's table, loaded as gang loads it (beside libgang). */
+static const gang_backend_t* nccl_table(void) {
+  Dl_info info;
+  char path[4096], *slash;
+  void* lib;
+  gang_backend_plugin_fn entry;
+  if (dladdr((void*)gang_create, &info) == 0 || info.dli_fname == NULL) return NULL;
+  snprintf(path, sizeof path, "%s", info.dli_fname);
+  slash = strrchr(path, '/');
+  if (slash == NULL) return NULL;
+  snprintf(slash, sizeof path - (size_t)(slash - path), "/gang/libgang-nccl.so");
+  lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  if (lib == NULL) return NULL;
+  *(void**)&entry = dlsym(lib, GANG_BACKEND_ENTRY);
+  return entry != NULL ? entry() : NULL;
+}
+
+/* One all-reduce of 4 int32 (each rank gives rank + 1) on an instance;
+ * 0 if the sum is `want`. */
+static int table_sum(const gang_backend_t* t, void* inst, int rank, int want) {
+  int32_t h[4] = {rank + 1, rank + 1, rank + 1, rank + 1};
+  int32_t* d = dalloc(sizeof h);
+  gang_backend_op_t op;
+  void* w = NULL;
+  char err[512] = "";
+  int i;
+  CHECK(d != NULL, "alloc");
+  to_dev(d, h, sizeof h);
+  memset(&op, 0, sizeof op);
+  op.struct_size = sizeof op;
+  op.kind = GANG_BACKEND_OP_ALL_REDUCE;
+  op.dtype = GANG_INT32;
+  op.op = GANG_SUM;
+  op.send = d;
+  op.recv = d;
+  op.count = 4;
+  op.deadline_ns = (int64_t)gang_test_now_ms() * 1000000 + 30000000000LL;
+  CHECK(t->post(inst, &op, 1, &w, err, sizeof err) == GANG_OK, "post: %s", err);
+  if (w != NULL) {
+    CHECK(t->wait(w, op.deadline_ns, err, sizeof err) == GANG_OK, "wait: %s", err);
+    t->work_free(w);
+  }
+  to_host(h, d, sizeof h);
+  for (i = 0; i < 4; ++i) CHECK(h[i] == want, "sum [%d] = %d, expected %d", i, h[i], want);
+  cu.Free(d);
+  return 0;
+}
+
+static int shrinking(int rank, int size, const char* url, void* arg) {
+  const gang_backend_t* t = nccl_table();
+  struct cstore root_store, shrunk_store, again_store;
+  gang_backend_store_t cb[3];
+  gang_backend_config_t c;
+  void *parent = NULL, *shrunk = NULL, *again = NULL;
+  gang_store_t* s = NULL;
+  const int32_t gone[1] = {2};
+  char err[512] = "";
+  int i;
+  (void)arg;
+  CHECK(t != NULL && t->struct_size >= offsetof(gang_backend_t, shrink) + sizeof t->shrink &&
+            t->shrink != NULL,
+        "the NCCL module has no shrink");
+  CHECK_OK(gang_store_create(url, 0, 30000, &s));
+  root_store.s = shrunk_store.s = again_store.s = s;
+  snprintf(root_store.prefix, sizeof root_store.prefix, "root");
+  snprintf(shrunk_store.prefix, sizeof shrunk_store.prefix, "shrunk");
+  snprintf(again_store.prefix, sizeof again_store.prefix, "again");
+  for (i = 0; i < 3; ++i) {
+    cb[i].ctx = i == 0 ? &root_store : i == 1 ? &shrunk_store : &again_store;
+    cb[i].set = cs_set;
+    cb[i].get = cs_get;
+    cb[i].add = cs_add;
+    cb[i].remove = cs_remove;
+  }
+  memset(&c, 0, sizeof c);
+  c.struct_size = sizeof c;
+  c.rank = rank;
+  c.size = size;
+  c.local_rank = rank;
+  c.local_size = size;
+  c.device_type = GANG_DEVICE_CUDA;
+  c.device_index = -1;
+  c.timeout_ms = 30000;
+  c.host_id = "host";
+  c.gang_name = "shrink-test";
+  c.store = &cb[0];
+  c.color = -1;
+  CHECK(t->create(&c, &parent, err, sizeof err) == GANG_OK, "create: %s", err);
+  CHECK(t->device_index(parent) == rank % 4, "device %d", t->device_index(parent));
+  CHECK(cu.SetDevice(t->device_index(parent)) == 0, "device");
+  CHECK(table_sum(t, parent, rank, 1 + 2 + 3) == 0, "sum of 3");
+  if (rank == 2) {
+    /* Leaves without a word (its peers shrink without it). */
+    gang_test_shared_ints()[0] = 1;
+    CHECK(gang_test_wait_shared(1, 2, 60000) == 0, "the survivors never ended");
+    return 0;
+  }
+  CHECK(gang_test_wait_shared(0, 1, 60000) == 0, "rank 2 never left");
+  /* A healthy parent: ncclCommShrink where the library has it. */
+  c.size = 2;
+  c.parent = parent;
+  c.store = &cb[1];
+  CHECK(t->shrink(parent, gone, 1, &c, &shrunk, err, sizeof err) == GANG_OK, "shrink: %s", err);
+  CHECK(shrunk != NULL && t->device_index(shrunk) == t->device_index(parent), "shrunk instance");
+  CHECK(table_sum(t, shrunk, rank, 1 + 2) == 0, "sum of the 2 survivors");
+  /* A failed parent has no communicator to shrink: a new one, through the
+   * store. */
+  t->abort(parent);
+  c.store = &cb[2];
+  CHECK(t->shrink(parent, gone, 1, &c, &again, err, sizeof err) == GANG_OK, "shrink after abort: %s",
+        err);
+  CHECK(table_sum(t, again, rank, 1 + 2) == 0, "sum after the second shrink");
+  t->finalize(shrunk);
+  t->destroy(shrunk);
+  t->finalize(again);
+  t->destroy(again);
+  t->destroy(parent);
+  if (on_double()) {
+    void* lib = dlopen("libnccl.so.2", RTLD_NOW | RTLD_NOLOAD);
+    int (*count)(void) = NULL;
+    if (lib != NULL) *(void**)&count = dlsym(lib, "gang_nccl_double_shrinks");
+    if (count != NULL) {
+      const int want = getenv("GANG_TEST_NCCL_NO_SPLIT") != NULL ? 0 : 1;
+      CHECK(count() == want, "%d ncclCommShrink calls, expected %d (1: the healthy parent, "
+            "where NCCL has it)", count(), want);
+    }
+  }
+  __sync_fetch_and_add((int64_t*)&gang_test_shared_ints()[1], 1);
+  gang_store_destroy(s);
+  return 0;
+}
+
+static void test_shrink(void** s) { (void)s; run_or_skip(3, shrinking); }
+
 /* ---- failures ------------------------------------------------------------- */
 
 /* Issues all-reduces until one fails; that status must come well before the
@@ -1000,6 +1199,7 @@ int main(int argc, char** argv) {
       cmocka_unit_test(test_teardown),
       cmocka_unit_test(test_capture),
       cmocka_unit_test(test_pooled),      cmocka_unit_test(test_completion),
+      cmocka_unit_test(test_shrink),
   };
   if (argc > 1) {
     /* A filter that names no test would run none and pass. */

@@ -59,6 +59,10 @@ struct State {
   std::atomic<bool> aborted{false};
   std::atomic<bool> quiet{false};  // an abort leaves the CPU gang up
   std::string last;
+  // Where its CPU gang met, for gangs derived by ncclCommShrink: the store
+  // and the gang's name, and how many were derived from it so far.
+  std::string url, name;
+  int derived = 0;
   ~State() {
     if (gang != nullptr) gang_destroy(gang);
   }
@@ -400,10 +404,12 @@ ncclResult_t enqueue_checked(const char* call, ncclComm_t comm, Op::Kind kind, c
 // Makes the CPU gang of a new communicator: from the unique id, or a split
 // of the parent's. Sets s->async last (readers then see rank and size).
 void make_gang(const std::shared_ptr<State>& s, ncclUniqueId id, std::shared_ptr<State> parent,
-               int color, int key) {
+               int color, int key, const std::string& child_name = "") {
   gang_t* g = nullptr;
   gang_status_t st;
   if (parent) {
+    s->url = parent->url;
+    s->name = child_name;
     st = gang_split(parent->gang, color, key, &g);
   } else {
     gang_store_t* store = nullptr;
@@ -411,6 +417,8 @@ void make_gang(const std::shared_ptr<State>& s, ncclUniqueId id, std::shared_ptr
     const size_t space = url.find(' ');
     const std::string name = url.substr(space + 1);
     url = url.substr(0, space);
+    s->url = url;
+    s->name = name;
     st = gang_store_create(url.c_str(), 0, 60000, &store);
     if (st == GANG_OK) {
       gang_options_t o;
@@ -448,13 +456,16 @@ ncclComm_t new_comm(int rank, int nranks, int device, bool blocking) {
 }
 
 ncclResult_t init(ncclComm_t* out, int nranks, ncclUniqueId id, int rank,
-                  std::shared_ptr<State> parent, int color, int key, bool blocking) {
+                  std::shared_ptr<State> parent, int color, int key, bool blocking,
+                  const std::string& child_name = "") {
   int device = 0;
   cudaGetDevice(&device);
   auto* comm = new_comm(rank, nranks, device, blocking);
   int expected = -1;
   first_rank.compare_exchange_strong(expected, rank);
-  auto make = [s = comm->s, id, parent, color, key]() { make_gang(s, id, parent, color, key); };
+  auto make = [s = comm->s, id, parent, color, key, child_name]() {
+    make_gang(s, id, parent, color, key, child_name);
+  };
   if (blocking) {
     make();
     *out = comm;
@@ -470,6 +481,7 @@ bool blocking_of(const ncclConfig_t* c) {
 }
 
 std::atomic<int> splits_made{0};
+std::atomic<int> shrinks_made{0};
 
 }  // namespace
 
@@ -538,20 +550,22 @@ ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newc
   Call guard(comm, "ncclCommSplit");
   ++splits_made;
   const bool child_blocking = blocking_of(config);
+  const std::string child_name =
+      comm->s->name + "/split" + std::to_string(++comm->s->derived) + "." + std::to_string(color);
   if (strict() && !comm->blocking) {
     // As NCCL: the split is a job of the parent's; the child's handle is
     // written when it ends, which the caller learns by polling the parent.
     *newcomm = nullptr;
     std::shared_ptr<State> parent = comm->s;
     const int device = comm->device;
-    comm->launch([parent, color, key, newcomm, device, child_blocking] {
+    comm->launch([parent, color, key, newcomm, device, child_blocking, child_name] {
       if (color == NCCL_SPLIT_NOCOLOR) {
         gang_t* none = nullptr;
         gang_split(parent->gang, -1, key, &none);
         return;
       }
       ncclComm_t child = new_comm(0, 0, device, child_blocking);
-      make_gang(child->s, ncclUniqueId{}, parent, color, key);
+      make_gang(child->s, ncclUniqueId{}, parent, color, key, child_name);
       *newcomm = child;
     });
     return ncclInProgress;
@@ -564,9 +578,47 @@ ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newc
     return ncclSuccess;
   }
   ncclUniqueId unused{};
-  return init(newcomm, 0, unused, 0, comm->s, color, key, child_blocking);
+  return init(newcomm, 0, unused, 0, comm->s, color, key, child_blocking, child_name);
+}
+
+// The survivors meet in a new CPU gang through the root's store (so the
+// process that served it, the root communicator's rank 0, must be alive).
+ncclResult_t ncclCommShrink(ncclComm_t comm, int* excluded, int count, ncclComm_t* newcomm,
+                            ncclConfig_t* config, int) {
+  if (comm == nullptr || newcomm == nullptr || count < 0 || (count > 0 && excluded == nullptr)) {
+    return ncclInvalidArgument;
+  }
+  Call guard(comm, "ncclCommShrink");
+  ++shrinks_made;
+  const int old = comm->s->rank;
+  int below = 0;
+  for (int i = 0; i < count; ++i) {
+    if (excluded[i] == old || excluded[i] < 0 || excluded[i] >= comm->s->size) {
+      return ncclInvalidArgument;
+    }
+    below += excluded[i] < old;
+  }
+  const int rank = old - below, size = comm->s->size - count;
+  const std::string text =
+      comm->s->url + " " + comm->s->name + "/shrink" + std::to_string(++comm->s->derived);
+  ncclUniqueId id{};
+  std::snprintf(id.internal, sizeof id.internal, "%s", text.c_str());
+  const bool child_blocking = blocking_of(config);
+  if (strict() && !comm->blocking) {
+    const int device = comm->device;
+    comm->launch([id, rank, size, newcomm, device, child_blocking] {
+      ncclComm_t child = new_comm(rank, size, device, child_blocking);
+      make_gang(child->s, id, nullptr, 0, 0);
+      *newcomm = child;
+    });
+    return ncclInProgress;
+  }
+  return init(newcomm, size, id, rank, nullptr, 0, 0, child_blocking);
 }
 #endif
+
+// Not NCCL's: how many ncclCommShrink calls this process made.
+int gang_nccl_double_shrinks(void) { return shrinks_made.load(); }
 
 ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* err) {
   if (comm == nullptr || err == nullptr) return ncclInvalidArgument;

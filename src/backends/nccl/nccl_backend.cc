@@ -47,6 +47,7 @@ const gang_backend_t kTable = {
     abort_instance,
     split,
     device_of,
+    shrink,
 };
 
 }  // namespace

@@ -297,11 +297,63 @@ gang_status_t create(const gang_backend_config_t* c, void** out, char* err, size
   return st;
 }
 
+namespace {
+
+// A communicator made from a parent's by one call of NCCL's (ncclCommSplit,
+// ncclCommShrink), as NCCL requires on a non-blocking parent: the call, under
+// the parent's lock; the parent polled, under its lock, until the job is no
+// longer in progress; only then the child's handle, which NCCL writes from
+// its own thread when the job ends, read (bounded) and the child polled
+// until it is ready. `call` makes the call: it gets the parent's
+// communicator and where to write the child. `in` is the new gang's
+// instance, or null on a rank that stays out.
+template <typename Call>
+gang_status_t derive(Instance& p, Instance* in, const char* what, int64_t deadline, Call call,
+                     void** out, char* err, size_t err_len) {
+  const Api* api = p.api;
+  ncclComm_t child = nullptr;
+  ncclResult_t r;
+  {
+    DeviceGuard guard(*api, p.device);
+    std::lock_guard<std::mutex> lock(p.comm_mu);
+    r = p.comm_gone ? ncclInvalidUsage : call(p.comm, &child);
+  }
+  if (r == ncclInProgress) {
+    DeviceGuard guard(*api, p.device);
+    r = p.poll(p.comm, deadline);
+  }
+  if (r != ncclSuccess) {
+    const gang_status_t st = r == ncclInProgress ? (p.aborted.load() ? GANG_ERR_ABORTED : GANG_ERR_TIMEOUT)
+                                                 : status_of(r);
+    const std::string why = r == ncclInProgress ? std::string(what) + " did not finish in time"
+                                                : p.comm_text(what, r);
+    say(err, err_len, why);
+    // The child, if NCCL made one, is written by the job: it cannot be told
+    // apart from a half-made one, so it is left to the parent's abort.
+    if (in != nullptr) destroy(in);
+    p.fail(st, std::string(what) + " failed: " + why);
+    return st;
+  }
+  if (in == nullptr) return GANG_OK;  // stayed out
+  ncclComm_t made = nullptr;
+  while ((made = __atomic_load_n(&child, __ATOMIC_ACQUIRE)) == nullptr) {
+    if (now_ns() >= deadline) {
+      say(err, err_len, std::string(what) + " ended without a communicator before the timeout");
+      destroy(in);
+      return GANG_ERR_TIMEOUT;
+    }
+    ::sched_yield();
+  }
+  in->comm = made;
+  const gang_status_t st = commit(in, ncclInProgress, what, deadline, err, err_len);
+  if (st == GANG_OK) *out = in;
+  return st;
+}
+
+}  // namespace
+
 // ncclCommSplit, on every rank of the parent (NCCL_SPLIT_NOCOLOR for a rank
-// that stays out). On a non-blocking parent the split is a job of the
-// parent's: the child's handle stays NULL until the parent, polled under
-// its lock, is no longer in progress; only then is the child polled until
-// it is ready.
+// that stays out).
 gang_status_t split(void* parent, const gang_backend_config_t* c, void** out, char* err,
                     size_t err_len) {
   auto& p = *static_cast<Instance*>(parent);
@@ -326,48 +378,50 @@ gang_status_t split(void* parent, const gang_backend_config_t* c, void** out, ch
       return static_cast<gang_status_t>(status);
     }
   }
-  ncclComm_t child = nullptr;
   ncclConfig_t config = nonblocking_config();
-  ncclResult_t r;
+  const int color = c->color >= 0 ? c->color : NCCL_SPLIT_NOCOLOR;
+  return derive(
+      p, in, "ncclCommSplit", deadline,
+      [&](ncclComm_t comm, ncclComm_t* child) {
+        return api->CommSplit(comm, color, c->key, child, &config);
+      },
+      out, err, err_len);
+}
+
+// The survivors of a healthy parent shrink it with ncclCommShrink (NCCL
+// 2.27+). A parent that failed or was aborted has no communicator left to
+// shrink (the module aborts it on any error), and an NCCL without
+// ncclCommShrink has none to call: then the survivors make a new
+// communicator through the store, as create does. Every survivor takes the
+// same way: the core shrinks a gang only after every survivor has failed it
+// (a lost rank), or on a healthy one (a rank set aside).
+gang_status_t shrink(void* parent, const int32_t* excluded, size_t nexcluded,
+                     const gang_backend_config_t* c, void** out, char* err, size_t err_len) {
+  auto& p = *static_cast<Instance*>(parent);
+  const Api* api = p.api;
+  bool usable;
   {
-    DeviceGuard guard(*api, p.device);
     std::lock_guard<std::mutex> lock(p.comm_mu);
-    r = p.comm_gone ? ncclInvalidUsage
-                    : api->CommSplit(p.comm, c->color >= 0 ? c->color : NCCL_SPLIT_NOCOLOR, c->key,
-                                     &child, &config);
+    usable = !p.comm_gone && p.comm != nullptr && !p.aborted.load();
   }
-  if (r == ncclInProgress) {
-    DeviceGuard guard(*api, p.device);
-    r = p.poll(p.comm, deadline);
+  if (api->CommShrink == nullptr || !usable) return create(c, out, err, err_len);
+  const int64_t deadline = now_ns() + (c->timeout_ms > 0 ? c->timeout_ms : p.timeout_ms) * 1000000;
+  int status = GANG_OK;
+  std::string why;
+  Instance* in = prepare(api, c, p.device, &status, &why);
+  if (in == nullptr) {
+    say(err, err_len, why);
+    return static_cast<gang_status_t>(status);
   }
-  if (r != ncclSuccess) {
-    const gang_status_t st = r == ncclInProgress ? (p.aborted.load() ? GANG_ERR_ABORTED : GANG_ERR_TIMEOUT)
-                                                 : status_of(r);
-    say(err, err_len, r == ncclInProgress ? std::string("ncclCommSplit did not finish in time")
-                                          : p.comm_text("ncclCommSplit", r));
-    // The child, if NCCL made one, is written by the split job: it cannot
-    // be told apart from a half-made one, so it is left to the parent's
-    // abort.
-    if (in != nullptr) destroy(in);
-    p.fail(st, std::string("ncclCommSplit failed: ") + (err != nullptr ? err : ""));
-    return st;
-  }
-  if (in == nullptr) return GANG_OK;  // stayed out
-  // NCCL writes the child's handle when the split job ends, from its own
-  // thread: read it as such, bounded.
-  ncclComm_t made = nullptr;
-  while ((made = __atomic_load_n(&child, __ATOMIC_ACQUIRE)) == nullptr) {
-    if (now_ns() >= deadline) {
-      say(err, err_len, "ncclCommSplit ended without a communicator before the timeout");
-      destroy(in);
-      return GANG_ERR_TIMEOUT;
-    }
-    ::sched_yield();
-  }
-  in->comm = made;
-  const gang_status_t st = commit(in, ncclInProgress, "ncclCommSplit", deadline, err, err_len);
-  if (st == GANG_OK) *out = in;
-  return st;
+  std::vector<int> ranks(excluded, excluded + nexcluded);
+  ncclConfig_t config = nonblocking_config();
+  return derive(
+      p, in, "ncclCommShrink", deadline,
+      [&](ncclComm_t comm, ncclComm_t* child) {
+        return api->CommShrink(comm, ranks.data(), static_cast<int>(ranks.size()), child, &config,
+                               NCCL_SHRINK_DEFAULT);
+      },
+      out, err, err_len);
 }
 
 void finalize(void* backend) {

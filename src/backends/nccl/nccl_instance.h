@@ -119,6 +119,8 @@ int probe(char* why, size_t why_len);
 gang_status_t create(const gang_backend_config_t* c, void** out, char* err, size_t err_len);
 gang_status_t split(void* parent, const gang_backend_config_t* c, void** out, char* err,
                     size_t err_len);
+gang_status_t shrink(void* parent, const int32_t* excluded, size_t nexcluded,
+                     const gang_backend_config_t* c, void** out, char* err, size_t err_len);
 void destroy(void* backend);
 void finalize(void* backend);
 void abort_instance(void* backend);
