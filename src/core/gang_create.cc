@@ -241,8 +241,10 @@ std::shared_ptr<Gang> Gang::make(Setup s) {
                                   deadline_after(g->timeout())));
   }
   if (g->control_->owns_backend() && s.store && s.size > 1) {
-    g->control_->set_notice_board(store::with_prefix(
-        s.store, s.store_prefix + "notice/", s.config.timeout));
+    g->control_->set_notice_board(
+        store::with_prefix(s.store, s.store_prefix + "notice/",
+                           s.config.timeout),
+        s.store);
     g->start_watch();
   }
   GANG_LOG(kInfo, "created gang \"", g->name_, "\" rank ", g->rank_, " of ",
