@@ -1,0 +1,210 @@
+// multiproc.watch.*: device gangs watched for their peers' failure notices,
+// against the NCCL host double (GANG_TEST_NCCL_DOUBLE; skipped without it).
+//
+// quiet: 2 ranks each hold 5 device gangs (a root gang and 4 splits, made
+//   after 8 more splits came and went) through a TCP store this process
+//   serves; idle for 1.5 s, they cost the store at most a few looks a second
+//   per process, not a look per gang: the server counts the requests.
+// notice: 2 ranks, 5 device gangs each; rank 1's sixth operation fails
+//   without a word on the wire (the double's quiet_error), so rank 0,
+//   blocked in it, hears of it only through the notice: within a second,
+//   while its other gangs carry on.
+//
+// C++ for the store server's request count (the store layer's own objects,
+// as gangrun links them); the ranks use only the public C API.
+#include <dlfcn.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+
+#include <gang/gang.h>
+
+// Before cmocka.h, whose fail() macro would rewrite gang's own fail().
+#include "store/store_options.h"
+#include "store/tcp_server.h"
+
+extern "C" {
+#include <cmocka.h>
+}
+
+#include "harness.h"
+
+namespace {
+
+constexpr int kRanks = 2;
+constexpr int kGangs = 5;
+constexpr int kWallS = 120;
+// One look at the job's store every 100 ms per process (with room for a
+// slow machine), whatever the number of gangs; the old watchers made one
+// per gang, 50 a second here.
+constexpr double kMaxRequestsPerProcess = 15;
+// Shared slots: 0..kRanks-1 a rank's gangs are made, kRelease the parent
+// counted.
+constexpr int kRelease = kRanks;
+
+std::unique_ptr<gang::store::TcpStoreServer> g_server;
+double g_rate = -1;  // requests/s the parent counted
+
+int (*cuda_malloc)(void**, size_t) = nullptr;
+
+bool on_double() { return std::getenv("GANG_TEST_NCCL_DOUBLE") != nullptr; }
+
+void skip_unless_double() {
+  if (!on_double()) {
+    print_message("skipped: needs the NCCL host double "
+                  "(GANG_TEST_NCCL_DOUBLE)\n");
+    skip();
+  }
+  void* lib = dlopen("libcudart.so.13", RTLD_NOW | RTLD_LOCAL);
+  if (lib == nullptr) fail_msg("the double's CUDA runtime: %s", dlerror());
+  *reinterpret_cast<void**>(&cuda_malloc) = dlsym(lib, "cudaMalloc");
+  if (cuda_malloc == nullptr) fail_msg("the double has no cudaMalloc");
+}
+
+std::string serve() {
+  g_server = std::make_unique<gang::store::TcpStoreServer>(
+      "127.0.0.1", 0, gang::store::server_options_from_env());
+  return "tcp://127.0.0.1:" + std::to_string(g_server->port());
+}
+
+// A root device gang and kGangs - 1 splits of it (all ranks in each).
+int make_gangs(int rank, int size, const char* url, gang_t** g) {
+  gang_options_t o;
+  gang_options_init(&o);
+  o.rank = rank;
+  o.size = size;
+  o.init_method = url;
+  o.device_type = GANG_DEVICE_CUDA;
+  o.timeout_ms = 60000;
+  CHECK_OK(gang_create(&o, &g[0]));
+  for (int i = 1; i < kGangs; ++i) CHECK_OK(gang_split(g[0], 0, rank, &g[i]));
+  return 0;
+}
+
+// ---- quiet --------------------------------------------------------------
+
+int hold_gangs(int rank, int size, const char* url, void*) {
+  gang_t* g[kGangs] = {};
+  CHECK(make_gangs(rank, size, url, g) == 0, "gangs");
+  // Gangs that come and go while the others are watched.
+  for (int i = 0; i < 8; ++i) {
+    gang_t* t = nullptr;
+    CHECK_OK(gang_split(g[0], 0, rank, &t));
+    CHECK_OK(gang_destroy(t));
+  }
+  gang_test_shared_ints()[rank] = 1;
+  CHECK(gang_test_wait_shared(kRelease, 1, 60000) == 0, "never released");
+  for (int i = kGangs - 1; i >= 0; --i) CHECK_OK(gang_destroy(g[i]));
+  return 0;
+}
+
+void count_requests(const pid_t*, int size, void*) {
+  for (int r = 0; r < size; ++r) {
+    if (gang_test_wait_shared(r, 1, 60000) != 0) {
+      gang_test_shared_ints()[kRelease] = 1;
+      return;
+    }
+  }
+  // Every gang's first look at its board is behind it.
+  gang_test_sleep_ms(300);
+  const uint64_t before = g_server->stats().requests;
+  const int64_t t0 = gang_test_now_ms();
+  gang_test_sleep_ms(1500);
+  const uint64_t after = g_server->stats().requests;
+  const int64_t t1 = gang_test_now_ms();
+  g_rate = static_cast<double>(after - before) * 1000.0 /
+           static_cast<double>(t1 - t0);
+  gang_test_shared_ints()[kRelease] = 1;
+}
+
+void test_quiet(void**) {
+  skip_unless_double();
+  const std::string url = serve();
+  gang_test_opts_t o;
+  gang_test_opts_init(&o);
+  o.size = kRanks;
+  o.plain_fn = hold_gangs;
+  o.store_url = url.c_str();
+  o.parent_fn = count_requests;
+  o.wall_timeout_s = kWallS;
+  const int rc = gang_test_run(&o);
+  g_server.reset();
+  assert_int_equal(rc, 0);
+  print_message("%d processes x %d idle device gangs: %.1f store requests/s\n",
+                kRanks, kGangs, g_rate);
+  assert_true(g_rate >= 0);
+  assert_true(g_rate <= kRanks * kMaxRequestsPerProcess);
+}
+
+// ---- notice -------------------------------------------------------------
+
+gang_status_t all_reduce(gang_t* g, float* d) {
+  gang_work_t* w = nullptr;
+  gang_status_t s = gang_all_reduce(g, d, d, 16, GANG_FLOAT32, GANG_SUM, &w);
+  if (s == GANG_OK) s = gang_work_wait(w, -1);
+  if (w != nullptr) gang_work_destroy(w);
+  return s;
+}
+
+int notice_reaches(int rank, int size, const char* url, void*) {
+  gang_t* g[kGangs] = {};
+  void* d = nullptr;
+  CHECK(make_gangs(rank, size, url, g) == 0, "gangs");
+  CHECK(cuda_malloc(&d, 16 * sizeof(float)) == 0, "cudaMalloc");
+  float* buf = static_cast<float*>(d);
+  for (int i = 0; i < kGangs; ++i) CHECK_OK(all_reduce(g[i], buf));
+  // The sixth operation: rank 1's fails quietly; rank 0's waits for it.
+  const int64_t t0 = gang_test_now_ms();
+  const gang_status_t s = all_reduce(g[3], buf);
+  const int64_t took = gang_test_now_ms() - t0;
+  CHECK(s == GANG_ERR_PEER_LOST, "got %s: %s", gang_status_name(s),
+        gang_last_error());
+  if (rank == 0) {
+    CHECK(std::strstr(gang_last_error(), "another rank failed") != nullptr,
+          "not from the notice: %s", gang_last_error());
+    std::fprintf(stderr, "[rank 0] the notice arrived after %lld ms\n",
+                 static_cast<long long>(took));
+    CHECK(took < 1000, "failed after %lld ms", static_cast<long long>(took));
+  }
+  // A notice fails its own gang only.
+  for (int i = 0; i < kGangs; ++i) {
+    if (i != 3) CHECK_OK(all_reduce(g[i], buf));
+  }
+  for (int i = kGangs - 1; i >= 0; --i) gang_destroy(g[i]);
+  return 0;
+}
+
+void test_notice(void**) {
+  skip_unless_double();
+  setenv("GANG_NCCL_DOUBLE_FAULT", "quiet_error:1:6", 1);
+  const std::string url = serve();
+  gang_test_opts_t o;
+  gang_test_opts_init(&o);
+  o.size = kRanks;
+  o.plain_fn = notice_reaches;
+  o.store_url = url.c_str();
+  o.wall_timeout_s = kWallS;
+  const int rc = gang_test_run(&o);
+  g_server.reset();
+  unsetenv("GANG_NCCL_DOUBLE_FAULT");
+  assert_int_equal(rc, 0);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_quiet),
+      cmocka_unit_test(test_notice),
+  };
+  if (argc > 1) cmocka_set_test_filter(argv[1]);
+  return cmocka_run_group_tests(tests, nullptr, nullptr);
+}
