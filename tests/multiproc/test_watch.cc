@@ -9,10 +9,14 @@
 //   without a word on the wire (the double's quiet_error), so rank 0,
 //   blocked in it, hears of it only through the notice: within a second,
 //   while its other gangs carry on.
+// churn: 2 ranks, two threads each making and destroying splits of a root
+//   gang of their own at once (the watcher's gangs come and go from several
+//   threads), while another gang stays watched and works.
 //
 // C++ for the store server's request count (the store layer's own objects,
 // as gangrun links them); the ranks use only the public C API.
 #include <dlfcn.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -89,6 +93,14 @@ int make_gangs(int rank, int size, const char* url, gang_t** g) {
   return 0;
 }
 
+gang_status_t all_reduce(gang_t* g, float* d) {
+  gang_work_t* w = nullptr;
+  gang_status_t s = gang_all_reduce(g, d, d, 16, GANG_FLOAT32, GANG_SUM, &w);
+  if (s == GANG_OK) s = gang_work_wait(w, -1);
+  if (w != nullptr) gang_work_destroy(w);
+  return s;
+}
+
 // ---- quiet --------------------------------------------------------------
 
 int hold_gangs(int rank, int size, const char* url, void*) {
@@ -144,15 +156,65 @@ void test_quiet(void**) {
   assert_true(g_rate <= kRanks * kMaxRequestsPerProcess);
 }
 
-// ---- notice -------------------------------------------------------------
+// ---- churn --------------------------------------------------------------
 
-gang_status_t all_reduce(gang_t* g, float* d) {
-  gang_work_t* w = nullptr;
-  gang_status_t s = gang_all_reduce(g, d, d, 16, GANG_FLOAT32, GANG_SUM, &w);
-  if (s == GANG_OK) s = gang_work_wait(w, -1);
-  if (w != nullptr) gang_work_destroy(w);
-  return s;
+struct Churn {
+  gang_t* root;
+  int rank;
+  int failures;
+};
+
+void* churn_splits(void* arg) {
+  auto* c = static_cast<Churn*>(arg);
+  for (int i = 0; i < 10; ++i) {
+    gang_t* t = nullptr;
+    if (gang_split(c->root, 0, c->rank, &t) != GANG_OK ||
+        gang_destroy(t) != GANG_OK) {
+      std::fprintf(stderr, "[rank %d] churn: %s\n", c->rank,
+                   gang_last_error());
+      ++c->failures;
+    }
+  }
+  return nullptr;
 }
+
+// Two root gangs (each with a store of its own) whose splits two threads
+// make and destroy at once, while a third gang stays watched throughout.
+int churn(int rank, int size, const char* url, void*) {
+  gang_t* roots[2] = {};
+  gang_t* steady = nullptr;
+  const char* names[2] = {"a", "b"};
+  for (int i = 0; i < 2; ++i) {
+    gang_options_t o;
+    gang_options_init(&o);
+    o.rank = rank;
+    o.size = size;
+    o.init_method = url;
+    o.device_type = GANG_DEVICE_CUDA;
+    o.timeout_ms = 60000;
+    o.name = names[i];
+    CHECK_OK(gang_create(&o, &roots[i]));
+  }
+  CHECK_OK(gang_split(roots[0], 0, rank, &steady));
+  Churn c[2] = {{roots[0], rank, 0}, {roots[1], rank, 0}};
+  pthread_t t[2];
+  for (int i = 0; i < 2; ++i) pthread_create(&t[i], nullptr, churn_splits, &c[i]);
+  for (int i = 0; i < 2; ++i) pthread_join(t[i], nullptr);
+  CHECK(c[0].failures == 0 && c[1].failures == 0, "churn failed");
+  void* d = nullptr;
+  CHECK(cuda_malloc(&d, 16 * sizeof(float)) == 0, "cudaMalloc");
+  CHECK_OK(all_reduce(steady, static_cast<float*>(d)));
+  CHECK_OK(gang_destroy(steady));
+  for (int i = 1; i >= 0; --i) CHECK_OK(gang_destroy(roots[i]));
+  return 0;
+}
+
+void test_churn(void**) {
+  skip_unless_double();
+  assert_int_equal(gang_test_run_procs(kRanks, churn, nullptr, kWallS), 0);
+}
+
+// ---- notice -------------------------------------------------------------
 
 int notice_reaches(int rank, int size, const char* url, void*) {
   gang_t* g[kGangs] = {};
@@ -203,6 +265,7 @@ void test_notice(void**) {
 int main(int argc, char** argv) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_quiet),
+      cmocka_unit_test(test_churn),
       cmocka_unit_test(test_notice),
   };
   if (argc > 1) cmocka_set_test_filter(argv[1]);
