@@ -2,8 +2,8 @@
 // against the NCCL host double (GANG_TEST_NCCL_DOUBLE; skipped without it).
 //
 // quiet: 2 ranks each hold 5 device gangs (a root gang and 4 splits, made
-//   after 8 more splits came and went) through a TCP store this process
-//   serves; idle for 1.5 s, they cost the store at most a few looks a second
+//   after 8 more splits came and went) through a TCP store the test serves;
+//   idle for 1.5 s, they cost the store at most a few looks a second
 //   per process, not a look per gang: the server counts the requests.
 // notice: 2 ranks, 5 device gangs each; rank 1's sixth operation fails
 //   without a word on the wire (the double's quiet_error), so rank 0,
@@ -17,6 +17,9 @@
 // as gangrun links them); the ranks use only the public C API.
 #include <dlfcn.h>
 #include <pthread.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -26,7 +29,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <memory>
+#include <exception>
 #include <string>
 
 #include <gang/gang.h>
@@ -54,7 +57,6 @@ constexpr double kMaxRequestsPerProcess = 15;
 // counted.
 constexpr int kRelease = kRanks;
 
-std::unique_ptr<gang::store::TcpStoreServer> g_server;
 double g_rate = -1;  // requests/s the parent counted
 
 int (*cuda_malloc)(void**, size_t) = nullptr;
@@ -73,11 +75,70 @@ void skip_unless_double() {
   if (cuda_malloc == nullptr) fail_msg("the double has no cudaMalloc");
 }
 
-std::string serve() {
-  g_server = std::make_unique<gang::store::TcpStoreServer>(
-      "127.0.0.1", 0, gang::store::server_options_from_env());
-  return "tcp://127.0.0.1:" + std::to_string(g_server->port());
+// A TCP store server in a process of its own, which tells on a pipe how
+// many requests it has carried out. Not a thread of the test's process:
+// that process forks the ranks, which a thread of its own would make
+// unsafe (and ThreadSanitizer refuses).
+struct Server {
+  pid_t pid = -1;
+  int ask = -1;     // a byte asks for the count
+  int answer = -1;  // the port, then each count
+  std::string url;
+};
+
+Server serve() {
+  int to[2], from[2];
+  Server s;
+  if (::pipe(to) != 0 || ::pipe(from) != 0) return s;
+  s.pid = ::fork();
+  if (s.pid == 0) {
+    ::close(to[1]);
+    ::close(from[0]);
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    try {
+      gang::store::TcpStoreServer server(
+          "127.0.0.1", 0, gang::store::server_options_from_env());
+      const int port = server.port();
+      if (::write(from[1], &port, sizeof port) != sizeof port) ::_exit(1);
+      char c;
+      while (::read(to[0], &c, 1) == 1) {
+        const uint64_t n = server.stats().requests;
+        if (::write(from[1], &n, sizeof n) != sizeof n) ::_exit(1);
+      }
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "store server: %s\n", e.what());
+      ::_exit(1);
+    }
+    ::_exit(0);  // asked no more: the test is done with it
+  }
+  ::close(to[0]);
+  ::close(from[1]);
+  s.ask = to[1];
+  s.answer = from[0];
+  int port = 0;
+  if (s.pid > 0 && ::read(s.answer, &port, sizeof port) == sizeof port) {
+    s.url = "tcp://127.0.0.1:" + std::to_string(port);
+  }
+  return s;
 }
+
+// The server's count; UINT64_MAX if it does not answer.
+uint64_t requests(const Server& s) {
+  uint64_t n = 0;
+  const char c = 1;
+  if (::write(s.ask, &c, 1) != 1 || ::read(s.answer, &n, sizeof n) != sizeof n) {
+    return UINT64_MAX;
+  }
+  return n;
+}
+
+void stop(Server& s) {
+  ::close(s.ask);
+  ::close(s.answer);
+  if (s.pid > 0) ::waitpid(s.pid, nullptr, 0);
+}
+
+Server g_server;
 
 // A root device gang and kGangs - 1 splits of it (all ranks in each).
 int make_gangs(int rank, int size, const char* url, gang_t** g) {
@@ -127,28 +188,31 @@ void count_requests(const pid_t*, int size, void*) {
   }
   // Every gang's first look at its board is behind it.
   gang_test_sleep_ms(300);
-  const uint64_t before = g_server->stats().requests;
+  const uint64_t before = requests(g_server);
   const int64_t t0 = gang_test_now_ms();
   gang_test_sleep_ms(1500);
-  const uint64_t after = g_server->stats().requests;
+  const uint64_t after = requests(g_server);
   const int64_t t1 = gang_test_now_ms();
-  g_rate = static_cast<double>(after - before) * 1000.0 /
-           static_cast<double>(t1 - t0);
+  if (before != UINT64_MAX && after != UINT64_MAX) {
+    g_rate = static_cast<double>(after - before) * 1000.0 /
+             static_cast<double>(t1 - t0);
+  }
   gang_test_shared_ints()[kRelease] = 1;
 }
 
 void test_quiet(void**) {
   skip_unless_double();
-  const std::string url = serve();
+  g_server = serve();
+  assert_false(g_server.url.empty());
   gang_test_opts_t o;
   gang_test_opts_init(&o);
   o.size = kRanks;
   o.plain_fn = hold_gangs;
-  o.store_url = url.c_str();
+  o.store_url = g_server.url.c_str();
   o.parent_fn = count_requests;
   o.wall_timeout_s = kWallS;
   const int rc = gang_test_run(&o);
-  g_server.reset();
+  stop(g_server);
   assert_int_equal(rc, 0);
   print_message("%d processes x %d idle device gangs: %.1f store requests/s\n",
                 kRanks, kGangs, g_rate);
@@ -218,14 +282,19 @@ void test_churn(void**) {
 
 int notice_reaches(int rank, int size, const char* url, void*) {
   gang_t* g[kGangs] = {};
-  void* d = nullptr;
+  // A buffer per gang: an operation that failed may still be running on
+  // its gang's stream.
+  float* buf[kGangs] = {};
   CHECK(make_gangs(rank, size, url, g) == 0, "gangs");
-  CHECK(cuda_malloc(&d, 16 * sizeof(float)) == 0, "cudaMalloc");
-  float* buf = static_cast<float*>(d);
-  for (int i = 0; i < kGangs; ++i) CHECK_OK(all_reduce(g[i], buf));
+  for (int i = 0; i < kGangs; ++i) {
+    void* d = nullptr;
+    CHECK(cuda_malloc(&d, 16 * sizeof(float)) == 0, "cudaMalloc");
+    buf[i] = static_cast<float*>(d);
+  }
+  for (int i = 0; i < kGangs; ++i) CHECK_OK(all_reduce(g[i], buf[i]));
   // The sixth operation: rank 1's fails quietly; rank 0's waits for it.
   const int64_t t0 = gang_test_now_ms();
-  const gang_status_t s = all_reduce(g[3], buf);
+  const gang_status_t s = all_reduce(g[3], buf[3]);
   const int64_t took = gang_test_now_ms() - t0;
   CHECK(s == GANG_ERR_PEER_LOST, "got %s: %s", gang_status_name(s),
         gang_last_error());
@@ -238,7 +307,7 @@ int notice_reaches(int rank, int size, const char* url, void*) {
   }
   // A notice fails its own gang only.
   for (int i = 0; i < kGangs; ++i) {
-    if (i != 3) CHECK_OK(all_reduce(g[i], buf));
+    if (i != 3) CHECK_OK(all_reduce(g[i], buf[i]));
   }
   for (int i = kGangs - 1; i >= 0; --i) gang_destroy(g[i]);
   return 0;
@@ -247,15 +316,7 @@ int notice_reaches(int rank, int size, const char* url, void*) {
 void test_notice(void**) {
   skip_unless_double();
   setenv("GANG_NCCL_DOUBLE_FAULT", "quiet_error:1:6", 1);
-  const std::string url = serve();
-  gang_test_opts_t o;
-  gang_test_opts_init(&o);
-  o.size = kRanks;
-  o.plain_fn = notice_reaches;
-  o.store_url = url.c_str();
-  o.wall_timeout_s = kWallS;
-  const int rc = gang_test_run(&o);
-  g_server.reset();
+  const int rc = gang_test_run_procs(kRanks, notice_reaches, nullptr, kWallS);
   unsetenv("GANG_NCCL_DOUBLE_FAULT");
   assert_int_equal(rc, 0);
 }
