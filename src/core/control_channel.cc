@@ -102,20 +102,32 @@ void ControlChannel::abort() noexcept {
 
 namespace {
 const char kNoticeKey[] = "failed";
-// How long one look at the board may wait for the store's answer.
+// In the job's store, beside every gang's keys ("gang/<name>/..."), never
+// one of them: the notices posted in the job, counted.
+const char kFailuresKey[] = "gang/failures";
+// How long one look at the board or the count may wait for the store.
 constexpr Millis kNoticeLook{20};
 }  // namespace
 
-void ControlChannel::set_notice_board(std::shared_ptr<store::Store> board) {
+void ControlChannel::set_notice_board(std::shared_ptr<store::Store> board,
+                                      std::shared_ptr<store::Store> job) {
   board_ = std::move(board);
+  job_ = std::move(job);
+  try {
+    job_->add(kFailuresKey, 0);
+  } catch (...) {
+    // The reads of a count that is missing find nothing, a little slower.
+  }
 }
 
 void ControlChannel::post_failure(const std::string& message) noexcept {
   if (!board_) return;
   try {
-    std::thread([board = board_, message] {
+    std::thread([board = board_, job = job_, message] {
       try {
+        // The notice first: whoever sees the count move finds it.
         board->set(kNoticeKey, store::Bytes(message.begin(), message.end()));
+        job->add(kFailuresKey, 1);
       } catch (...) {
         // The store is gone too: the peers' operations fail on their own.
       }
@@ -133,6 +145,17 @@ bool ControlChannel::peer_failure(std::string* message) noexcept {
     return true;
   } catch (...) {
     return false;  // no notice yet (a timeout), or no store to ask
+  }
+}
+
+bool ControlChannel::failures_posted(store::Store& job,
+                                     std::string* count) noexcept {
+  try {
+    const store::Bytes said = job.get(kFailuresKey, kNoticeLook);
+    count->assign(said.begin(), said.end());
+    return true;
+  } catch (...) {
+    return false;
   }
 }
 

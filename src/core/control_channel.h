@@ -12,8 +12,12 @@
 // where nothing from this channel reaches them, and its transport may stay
 // up after this rank failed. So a gang with a channel of its own also has a
 // notice board: one key in the gang's store ("failed") that a failing rank
-// writes and every rank's watcher reads (gang_watch.cc), as torch's
-// ProcessGroupNCCL signals through its store.
+// writes, as torch's ProcessGroupNCCL signals through its store. Beside it,
+// the failing rank counts its notice in one key of the job's store (the
+// store the gang was made from, shared by the job's gangs through their
+// prefixes), which is all the process's watcher reads until it moves
+// (notice_watcher.h): idle gangs cost the store one read per process and
+// look, not one per gang.
 #pragma once
 
 #include <atomic>
@@ -64,18 +68,26 @@ class ControlChannel {
   // Aborts an owned backend (a borrowed one is the gang's to abort).
   void abort() noexcept;
 
-  // The notice board: `board` is the gang's store under its prefix; without
-  // one (a gang of one) there is nothing to tell.
-  void set_notice_board(std::shared_ptr<store::Store> board);
+  // The notice board: `board` is the gang's store under its prefix, `job`
+  // the store it was made from, where the job's failures are counted (the
+  // count is made here if missing, one request, so that reading it never
+  // waits). Without them (a gang of one) there is nothing to tell.
+  void set_notice_board(std::shared_ptr<store::Store> board,
+                        std::shared_ptr<store::Store> job);
   bool has_notice_board() const { return board_ != nullptr; }
   // Tells every rank that this one failed, and why. Best effort and at
   // once: a thread of its own writes the notice (the store may be slow or
-  // gone), holding the board, not the channel, so it may outlive the gang.
+  // gone) and then counts it in the job's store, holding the stores, not
+  // the channel, so it may outlive the gang.
   void post_failure(const std::string& message) noexcept;
   // A notice some rank posted: true and its text. Waits at most a few
   // milliseconds for the store; never throws (an unreachable store is no
   // notice: the operations themselves will fail).
   bool peer_failure(std::string* message) noexcept;
+  // The notices posted so far in the job whose store is `job`, as the store
+  // holds the count (compared, never parsed): true and the count, false
+  // when the store does not answer within a few milliseconds. Never throws.
+  static bool failures_posted(store::Store& job, std::string* count) noexcept;
 
  private:
   void run(Operation op);
@@ -86,6 +98,7 @@ class ControlChannel {
   // rank makes the core's calls in the same order.
   std::atomic<uint64_t> seq_{1};
   std::shared_ptr<store::Store> board_;
+  std::shared_ptr<store::Store> job_;
 };
 
 }  // namespace gang::core

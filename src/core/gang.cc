@@ -335,7 +335,6 @@ void Gang::mark_failed(Status status, const std::string& message,
   }
   if (expected == 0) {
     if (!from_peer && control_) control_->post_failure(message);
-    watch_cv_.notify_all();
     GANG_LOG(kWarn, "gang \"", name_, "\" rank ", rank_, " failed: ", message);
     // Closing the transport both unblocks this rank and tells the peers.
     backend_->abort();

@@ -12,7 +12,6 @@
 
 #include <array>
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -207,11 +206,11 @@ class Gang : public std::enable_shared_from_this<Gang> {
   // control channel's notice board.
   void mark_failed(Status status, const std::string& message,
                    bool from_peer = false);
-  // The watcher (gang_watch.cc): a thread for gangs with a notice board
-  // that polls the backend's own errors and the peers' notices.
+  // Watching (gang_watch.cc): a gang with a notice board is watched by the
+  // process's notice watcher (notice_watcher.h) for its backend's own errors
+  // and its peers' notices, from start_watch until stop_watch.
   void start_watch();
   void stop_watch();
-  void watch();
   [[noreturn]] void throw_failed(const char* api) const;
   // The setup of a gang of `members` (ranks of this gang, this rank among
   // them), named <name>/<label>, meeting under <store prefix>/<store_label>/.
@@ -284,11 +283,8 @@ class Gang : public std::enable_shared_from_this<Gang> {
   std::string failure_;
   std::once_flag shutdown_once_;
 
-  // The watcher.
-  std::thread watcher_;
-  std::mutex watch_mu_;
-  std::condition_variable watch_cv_;
-  bool watch_stop_ = false;  // under watch_mu_
+  // This gang's number with the notice watcher (0: not watched).
+  uint64_t watch_id_ = 0;
 };
 
 }  // namespace gang::core

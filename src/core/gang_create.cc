@@ -235,17 +235,22 @@ std::shared_ptr<Gang> Gang::make(Setup s) {
   g->backend_info_ = std::move(s.backend);
   Gang* raw = g.get();
   g->executor_ = std::make_unique<Executor>([raw](Task& t) { raw->post_task(t); });
+  const bool noticed = g->control_->owns_backend() && s.store && s.size > 1;
+  if (noticed) {
+    // Before the barrier: setting the board up asks the store once, which
+    // every rank still needs until then.
+    g->control_->set_notice_board(
+        store::with_prefix(s.store, s.store_prefix + "notice/",
+                           s.config.timeout),
+        s.store);
+  }
   if (s.size > 1 && !g->caps_->emulates_peers) {
     // Nobody leaves the rendezvous before everybody is done with the store,
     // so rank 0 may tear the store server down as soon as it wants.
     g->control_->barrier(std::min(s.config.deadline,
                                   deadline_after(g->timeout())));
   }
-  if (g->control_->owns_backend() && s.store && s.size > 1) {
-    g->control_->set_notice_board(store::with_prefix(
-        s.store, s.store_prefix + "notice/", s.config.timeout));
-    g->start_watch();
-  }
+  if (noticed) g->start_watch();
   GANG_LOG(kInfo, "created gang \"", g->name_, "\" rank ", g->rank_, " of ",
            g->size_, " on ", g->backend_name());
   return g;

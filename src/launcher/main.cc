@@ -171,7 +171,8 @@ Outcome launch(const Options& o) {
   outcome.signal = supervisor.stop_signal();
   if (server && o.verbose) {
     const store::ServerStats st = server->stats();
-    say("the store accepted " + std::to_string(st.accepted) +
+    say("the store answered " + std::to_string(st.requests) +
+        " requests, accepted " + std::to_string(st.accepted) +
         " connections and refused or closed " + std::to_string(st.denied) +
         " without the token, " + std::to_string(st.other_users) +
         " of other users, " + std::to_string(st.refused) + " over a limit, " +

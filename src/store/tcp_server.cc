@@ -413,8 +413,9 @@ class TcpStoreServer::Loop {
   std::array<uint8_t, 64 * 1024> chunk_{};
 
   struct Counters {
-    std::atomic<uint64_t> accepted{0}, over_connections{0}, over_pending{0},
-        denied{0}, other_users{0}, refused{0}, malformed{0}, timed_out{0};
+    std::atomic<uint64_t> requests{0}, accepted{0}, over_connections{0},
+        over_pending{0}, denied{0}, other_users{0}, refused{0}, malformed{0},
+        timed_out{0};
   } counters_;
   Clock::time_point log_window_{};
   int log_lines_ = 0;
@@ -433,6 +434,7 @@ void TcpStoreServer::Loop::stop() {
 
 ServerStats TcpStoreServer::Loop::stats() const {
   ServerStats s;
+  s.requests = counters_.requests.load();
   s.accepted = counters_.accepted.load();
   s.over_connections = counters_.over_connections.load();
   s.over_pending = counters_.over_pending.load();
@@ -908,6 +910,7 @@ void TcpStoreServer::Loop::end_with(Connection& c, Reply status,
 }
 
 void TcpStoreServer::Loop::handle(uint64_t id, Connection& c, tcp::Request r) {
+  counters_.requests.fetch_add(1, std::memory_order_relaxed);
   std::string& key = r.key;
   switch (r.op) {
     case Op::kAuth:

@@ -34,8 +34,9 @@ class PortInUse : public Error {
   using Error::Error;
 };
 
-// What a server has refused or closed, counted from its start.
+// What a server has served, refused or closed, counted from its start.
 struct ServerStats {
+  uint64_t requests = 0;          // requests carried out (AUTH included)
   uint64_t accepted = 0;          // connections accepted
   uint64_t over_connections = 0;  // turned away: GANG_STORE_MAX_CONNECTIONS
   uint64_t over_pending = 0;      // pushed out, still unauthenticated, by
