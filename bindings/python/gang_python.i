@@ -35,6 +35,7 @@
 %nothread gang_root_rank;
 %nothread gang_set_timeout;
 %nothread gang_set_cuda_stream;
+%nothread gang_set_cuda_completion;
 %nothread gang_get_timeout;
 %nothread gang_get_async_error;
 %nothread gang_supports;

@@ -243,6 +243,18 @@ class Gang:
         self._follow = False
         self._stream_set = stream or 0
 
+    def set_cuda_completion(self, mode: str) -> None:
+        """What blocking calls and ``Work.wait()`` of a CUDA gang wait for:
+        ``"host"`` (the default) until the device is done, ``"stream"``
+        only until the result is ordered on the operation's stream, as
+        torch.distributed's NCCL backend does (the call returns without
+        waiting for the GPU). A CPU gang takes both."""
+        modes = {"host": capi.GANG_CUDA_COMPLETION_HOST,
+                 "stream": capi.GANG_CUDA_COMPLETION_STREAM}
+        if mode not in modes:
+            raise GangInvalidArgumentError(f"mode: expected 'host' or 'stream', got {mode!r}")
+        capi.gang_set_cuda_completion(self._h, modes[mode])
+
     def _order(self, *views) -> None:
         """For a CUDA gang, before an operation is issued: refuses operands
         on another device than the gang's, and (unless set_cuda_stream chose

@@ -95,6 +95,7 @@ class DeviceArray:
 def _collectives():
     rt = _cudart()
     with gang.create(device="cuda", timeout=60) as g:
+        _on_gang_device(rt, g)
         r, n = g.rank, g.size
         assert g.backend == "nccl" and g.device.startswith("cuda")
 
@@ -159,6 +160,13 @@ def test_cpu_gang_refuses_device_memory():
 _HOST_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
 
 
+def _on_gang_device(rt, g):
+    """Makes the gang's GPU this thread's, so the test's memory and streams
+    are made there (the strict double checks)."""
+    index = int(g.device.split(":")[1])
+    assert rt.cudaSetDevice(index) == 0
+
+
 def _new_stream(rt):
     stream = ctypes.c_void_p()
     assert rt.cudaStreamCreate(ctypes.byref(stream)) == 0
@@ -170,6 +178,7 @@ def _late_input():
     the all-reduce, ordered on that stream, reads it only once written."""
     rt = _cudart()
     with gang.create(device="cuda", timeout=60) as g:
+        _on_gang_device(rt, g)
         r, n = g.rank, g.size
         stream = _new_stream(rt)
         slow = _HOST_FN(lambda _: time.sleep(0.2))
@@ -204,6 +213,7 @@ def _held(rt, stream):
 def _explicit_stream_wins():
     rt = _cudart()
     with gang.create(device="cuda", timeout=60) as g:
+        _on_gang_device(rt, g)
         n = g.size
         busy, free = _new_stream(rt), _new_stream(rt)
         x = DeviceArray(rt, np.ones(4, dtype=np.float32), stream=busy.value)
@@ -257,6 +267,33 @@ def _explicit_stream_wins():
     return True
 
 
+def _stream_completion():
+    """With stream completion a blocking all-reduce behind a held stream
+    returns before the stream runs it; the result is right once it has."""
+    rt = _cudart()
+    with gang.create(device="cuda", timeout=60) as g:
+        _on_gang_device(rt, g)
+        n = g.size
+        s = _new_stream(rt)
+        x = DeviceArray(rt, np.ones(4, dtype=np.float32), stream=s.value)
+        with pytest.raises(gang.GangInvalidArgumentError, match="'host' or 'stream'"):
+            g.set_cuda_completion("device")
+        g.set_cuda_completion("stream")
+        gate = _held(rt, s)
+        g.all_reduce(x)  # returns while the stream is held
+        gate.set()
+        assert rt.cudaStreamSynchronize(s) == 0
+        np.testing.assert_array_equal(x.get(), np.full(4, n))
+        g.set_cuda_completion("host")
+        g.all_reduce(x)
+        np.testing.assert_array_equal(x.get(), np.full(4, n * n))
+    return True
+
+
+def test_stream_completion_returns_before_the_device():
+    run_ranks(2, _stream_completion)
+
+
 def test_explicit_stream_wins_until_auto():
     run_ranks(2, _explicit_stream_wins)
 
@@ -264,6 +301,7 @@ def test_explicit_stream_wins_until_auto():
 def _devices():
     rt = _cudart()
     with gang.create(device="cuda:1", timeout=60) as g:
+        _on_gang_device(rt, g)
         assert g.device == "cuda:1"
         other = DeviceArray(rt, np.ones(2, dtype=np.float32), device=2)
         with pytest.raises(gang.GangInvalidArgumentError,
