@@ -89,7 +89,12 @@ std::string Instance::comm_text(const char* what, ncclResult_t r) {
   return nccl_text(*api, what, r, comm_gone ? nullptr : comm);
 }
 
+// A launch thread's job takes a few microseconds: spun for first, then
+// yielded for (never slept: the caller's thread is what waits for it).
+constexpr int64_t kSpinNs = 50000;
+
 ncclResult_t Instance::poll(ncclComm_t c, int64_t deadline_ns) {
+  const int64_t start = now_ns();
   for (;;) {
     ncclResult_t state = ncclSuccess;
     {
@@ -99,8 +104,9 @@ ncclResult_t Instance::poll(ncclComm_t c, int64_t deadline_ns) {
       if (r != ncclSuccess) return r;
     }
     if (state != ncclInProgress) return state;
-    if (aborted.load() || now_ns() >= deadline_ns) return ncclInProgress;
-    ::sched_yield();
+    const int64_t now = now_ns();
+    if (aborted.load() || now >= deadline_ns) return ncclInProgress;
+    if (now - start >= kSpinNs) ::sched_yield();
   }
 }
 
