@@ -15,6 +15,7 @@
  * all_gather and gather, the whole input of reduce_scatter, scatter and
  * all_to_all. Only the public API is used. */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <sched.h>
 #include <unistd.h>
 #include <gang/gang.h>
@@ -69,6 +70,7 @@ typedef struct config {
   gang_dtype_t dtype;
   gang_op_t op;
   const char* backend;
+  int cuda; /* --device cuda: the gang's buffers in GPU memory */
 } config_t;
 
 typedef struct stats {
@@ -82,6 +84,10 @@ typedef struct result {
 } result_t;
 
 static gang_t* g_gang;
+/* The gang of gang-bench's own bookkeeping (timings, counts of wrong
+ * elements, all in host memory): g_gang itself on CPU, a CPU gang beside it
+ * with --device cuda. */
+static gang_t* g_host;
 static int g_rank, g_size;
 static double g_wrong_total; /* every rank's wrong elements, all sizes */
 
@@ -218,7 +224,54 @@ typedef struct bufs {
   void* recv;
   size_t count; /* elements of the collective's "size" */
   size_t chunk; /* elements per rank where the collective splits */
+  /* --device cuda: the GPU's copies of send and recv (bytes each), which
+   * the collectives use; send and recv stay the host's for filling and
+   * checking. */
+  void* dsend;
+  void* drecv;
+  size_t bytes;
 } bufs_t;
+
+/* ---- CUDA, for --device cuda: the runtime the NCCL module loaded ---------- */
+
+#define MEMCPY_DEFAULT 4 /* cudaMemcpyDefault */
+
+static struct {
+  int (*SetDevice)(int);
+  int (*Malloc)(void**, size_t);
+  int (*Memcpy)(void*, const void*, size_t, int);
+  int (*DeviceSynchronize)(void);
+} cu;
+
+/* Loads the CUDA runtime (the one already in the process first); 0 if it
+ * has what gang-bench calls. */
+static int load_cuda(void) {
+  static const char* const names[] = {"libcudart.so.13", "libcudart.so.12", "libcudart.so"};
+  void* lib = NULL;
+  size_t i;
+  for (i = 0; i < 3 && lib == NULL; ++i) lib = dlopen(names[i], RTLD_NOW | RTLD_NOLOAD);
+  for (i = 0; i < 3 && lib == NULL; ++i) lib = dlopen(names[i], RTLD_NOW);
+  if (lib == NULL) return -1;
+  *(void**)&cu.SetDevice = dlsym(lib, "cudaSetDevice");
+  *(void**)&cu.Malloc = dlsym(lib, "cudaMalloc");
+  *(void**)&cu.Memcpy = dlsym(lib, "cudaMemcpy");
+  *(void**)&cu.DeviceSynchronize = dlsym(lib, "cudaDeviceSynchronize");
+  return cu.SetDevice && cu.Malloc && cu.Memcpy && cu.DeviceSynchronize ? 0 : -1;
+}
+
+/* Host buffers to the GPU (after prepare) and back (before checking). */
+static void upload(const config_t* c, bufs_t* b) {
+  if (!c->cuda) return;
+  MUST(cu.Memcpy(b->dsend, b->send, b->bytes, MEMCPY_DEFAULT) == 0 ? GANG_OK : GANG_ERR_SYSTEM);
+  MUST(cu.Memcpy(b->drecv, b->recv, b->bytes, MEMCPY_DEFAULT) == 0 ? GANG_OK : GANG_ERR_SYSTEM);
+}
+
+static void download(const config_t* c, bufs_t* b) {
+  if (!c->cuda) return;
+  MUST(cu.DeviceSynchronize() == 0 ? GANG_OK : GANG_ERR_SYSTEM);
+  MUST(cu.Memcpy(b->send, b->dsend, b->bytes, MEMCPY_DEFAULT) == 0 ? GANG_OK : GANG_ERR_SYSTEM);
+  MUST(cu.Memcpy(b->recv, b->drecv, b->bytes, MEMCPY_DEFAULT) == 0 ? GANG_OK : GANG_ERR_SYSTEM);
+}
 
 /* Fills the send side for a run (in place: the part of recv that is the
  * input), and poisons the output. */
@@ -261,8 +314,8 @@ static void issue(const config_t* c, bufs_t* b, int in_place) {
   const coll_t k = kColls[c->coll].coll;
   const gang_dtype_t t = c->dtype;
   const size_t es = gang_dtype_size(t);
-  char* send = b->send;
-  char* recv = b->recv;
+  char* send = c->cuda ? b->dsend : b->send;
+  char* recv = c->cuda ? b->drecv : b->recv;
   const int root = c->root;
   switch (k) {
     case C_ALL_REDUCE:
@@ -403,7 +456,7 @@ static stats_t over_ranks(double* samples, int n) {
   local[3] = local[0];
   local[4] = samples[(size_t)((n - 1) * 0.99 + 0.5)];
   local[5] = samples[n - 1];
-  MUST(gang_all_reduce(g_gang, local, global, 6, GANG_FLOAT64, GANG_MAX, NULL));
+  MUST(gang_all_reduce(g_host, local, global, 6, GANG_FLOAT64, GANG_MAX, NULL));
   s.median = global[0];
   s.avg = global[1];
   s.min = -global[2];
@@ -420,20 +473,25 @@ static result_t run(const config_t* c, bufs_t* b, int in_place, double* samples)
   memset(&r, 0, sizeof r);
   r.ran = 1;
   prepare(c, b, in_place);
+  upload(c, b);
   for (i = 0; i < c->warmup; ++i) issue(c, b, in_place);
   for (i = 0; i < c->iters; ++i) {
     double t0;
-    if (c->check && i == c->iters - 1) prepare(c, b, in_place);
+    if (c->check && i == c->iters - 1) {
+      prepare(c, b, in_place);
+      upload(c, b);
+    }
     t0 = now_us();
     issue(c, b, in_place);
     samples[i] = now_us() - t0;
   }
   r.t = over_ranks(samples, c->iters);
+  if (c->check) download(c, b);
   if (c->check) {
     /* The last call ran on freshly prepared buffers (warm-up and the other
      * timed calls may have reduced into their own inputs). */
     const double mine = (double)count_wrong(c, b, in_place);
-    MUST(gang_all_reduce(g_gang, &mine, &wrong, 1, GANG_FLOAT64, GANG_SUM, NULL));
+    MUST(gang_all_reduce(g_host, &mine, &wrong, 1, GANG_FLOAT64, GANG_SUM, NULL));
   }
   r.wrong = c->check ? wrong : -1;
   if (c->check) g_wrong_total += wrong;
@@ -476,7 +534,9 @@ static void usage(FILE* f) {
       "      --bind          pin each rank to one core (its local rank modulo the\n"
       "                      cores), as mpirun binds its ranks by default\n"
       "      --json          print JSON instead of the table\n"
-      "      --backend NAME  the gang's backend (default auto)\n");
+      "      --backend NAME  the gang's backend (default auto)\n"
+      "      --device cpu|cuda  where the buffers live (default cpu; cuda: GPU\n"
+      "                      memory of the gang's device, NCCL by default)\n");
 }
 
 static size_t parse_size(const char* s, int* ok) {
@@ -557,6 +617,12 @@ static int parse_args(int argc, char** argv, config_t* c) {
       c->root = atoi(v);
     } else if (!strcmp(a, "--backend")) {
       c->backend = v;
+    } else if (!strcmp(a, "--device")) {
+      if (strcmp(v, "cuda") != 0 && strcmp(v, "cpu") != 0) {
+        fprintf(stderr, "gang-bench: --device takes cpu or cuda, not %s\n", v);
+        return 2;
+      }
+      c->cuda = strcmp(v, "cuda") == 0;
     } else if (!strcmp(a, "-d") || !strcmp(a, "--datatype")) {
       for (k = 0; k < sizeof kDtypes / sizeof kDtypes[0] && strcmp(kDtypes[k].name, v); ++k) {
       }
@@ -636,6 +702,13 @@ int main(int argc, char** argv) {
   int first = 1;
   if (parse_args(argc, argv, &c) != 0) return 2;
   options.backend = c.backend;
+  if (c.cuda) {
+    options.device_type = GANG_DEVICE_CUDA;
+    if (load_cuda() != 0) {
+      fprintf(stderr, "gang-bench: --device cuda: the CUDA runtime cannot be loaded\n");
+      return 2;
+    }
+  }
   /* Creation time: from the last rank's call to the last rank's return
    * (launch skew left out), and from the first call. */
   double created[3];
@@ -655,7 +728,13 @@ int main(int argc, char** argv) {
     CPU_SET((int)((local ? atoi(local) : g_rank) % (cores > 0 ? cores : 1)), &set);
     if (sched_setaffinity(0, sizeof set, &set) != 0) perror("gang-bench: --bind");
   }
-  MUST(gang_all_reduce(g_gang, created, created, 3, GANG_FLOAT64, GANG_MAX, NULL));
+  g_host = g_gang;
+  if (c.cuda) {
+    gang_options_t host = GANG_OPTIONS_INITIALIZER;
+    host.name = "gang-bench-host";
+    MUST(gang_create(&host, &g_host));
+  }
+  MUST(gang_all_reduce(g_host, created, created, 3, GANG_FLOAT64, GANG_MAX, NULL));
   const double create_ms = (created[2] - created[0]) / 1e3;
   const double create_first_ms = (created[2] + created[1]) / 1e3;
   if (c.root < 0 || c.root >= g_size) {
@@ -678,13 +757,21 @@ int main(int argc, char** argv) {
   b.send = calloc(max_elems ? max_elems : one, es);
   b.recv = calloc(max_elems ? max_elems : one, es);
   samples = calloc((size_t)c.iters, sizeof *samples);
+  b.bytes = (max_elems ? max_elems : one) * es;
+  b.dsend = b.drecv = NULL;
+  if (c.cuda) {
+    MUST(cu.SetDevice(gang_device_index(g_gang)) == 0 ? GANG_OK : GANG_ERR_SYSTEM);
+    MUST(cu.Malloc(&b.dsend, b.bytes) == 0 && cu.Malloc(&b.drecv, b.bytes) == 0
+             ? GANG_OK : GANG_ERR_NO_MEMORY);
+  }
   if (!b.send || !b.recv || !samples) {
     fprintf(stderr, "gang-bench: out of memory for %zu bytes\n", max_elems * es);
     return 1;
   }
   if (g_rank == 0 && !c.json) {
-    printf("# gang-bench: %s, %d ranks, backend %s, %s, %s, %d iterations, "
+    printf("# gang-bench: %s, %d ranks, backend %s%s, %s, %s, %d iterations, "
            "%d warm-up\n", kColls[c.coll].name, g_size, gang_backend_name(g_gang),
+           c.cuda ? " (GPU memory)" : "",
            dtype_name(c.dtype), kColls[c.coll].has_op ? kOps[c.op] : "no op",
            c.iters, c.warmup);
     printf("# gang created in %.1f ms after the last rank called gang_create "
@@ -753,6 +840,7 @@ int main(int argc, char** argv) {
   if (g_rank == 0 && g_wrong_total > 0) {
     fprintf(stderr, "gang-bench: %.0f wrong elements\n", g_wrong_total);
   }
+  if (g_host != g_gang) MUST(gang_destroy(g_host));
   MUST(gang_destroy(g_gang));
   free(b.send);
   free(b.recv);

@@ -6,7 +6,9 @@
 #
 # Configures and builds gang there, runs every GPU-labelled test against the
 # real CUDA runtime and NCCL (ctest -L gpu: nccl.gpu.*, python.cuda_gpu),
-# then nccl-tests' all_reduce_perf if it is on PATH (or in $NCCL_TESTS_DIR),
+# gang-bench's busbw tables on the GPUs (all-reduce, all-gather,
+# reduce-scatter, broadcast, all-to-all; 8 B to 1 GiB), then nccl-tests'
+# all_reduce_perf if it is on PATH (or in $NCCL_TESTS_DIR),
 # for a figure to set beside gang's. Without a GPU it says so and exits 0:
 # every GPU test skips, saying why.
 set -uo pipefail
@@ -33,6 +35,13 @@ if [ "$gpus" -eq 0 ]; then
   echo "no GPU: the GPU tests above skipped; nothing else to run"
   exit "$rc"
 fi
+
+# gang's own busbw tables (nccl-tests' columns), one rank per GPU.
+for coll in all_reduce all_gather reduce_scatter broadcast all_to_all; do
+  echo "== gang-bench --device cuda -t $coll, $gpus rank(s), 8 B to 1 GiB"
+  "$build/gangrun" --nproc-per-node "$gpus" -- \
+    "$build/gang-bench" --device cuda -t "$coll" -b 8 -e 1G -f 4 -n 20 -w 5 || rc=1
+done
 
 perf=$(command -v all_reduce_perf || true)
 [ -z "$perf" ] && [ -n "${NCCL_TESTS_DIR:-}" ] && perf="$NCCL_TESTS_DIR/all_reduce_perf"
