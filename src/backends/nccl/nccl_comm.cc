@@ -219,11 +219,20 @@ gang_status_t commit(Instance* in, ncclResult_t r, const char* call, int64_t dea
   return GANG_OK;
 }
 
-ncclConfig_t nonblocking_config() {
+// Non-blocking by default, so that creation, splits and finalize are
+// bounded by the gang's timeout and can be aborted. GANG_NCCL_BLOCKING=1
+// asks for blocking communicators, as torch.distributed makes by default:
+// every collective then launches on the caller's thread (since NCCL 2.23 a
+// non-blocking one goes through a launch thread of NCCL's and says
+// ncclInProgress), but a rank that never joins holds the others' creation
+// forever.
+ncclConfig_t comm_config() {
+  static const bool blocking = [] {
+    const char* v = std::getenv("GANG_NCCL_BLOCKING");
+    return v != nullptr && v[0] == '1';
+  }();
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
-  // Non-blocking, so that creation, splits and finalize are bounded by the
-  // gang's timeout and can be aborted.
-  config.blocking = 0;
+  config.blocking = blocking ? 1 : 0;
   return config;
 }
 
@@ -289,7 +298,7 @@ gang_status_t create(const gang_backend_config_t* c, void** out, char* err, size
     std::free(data);
     if (len != sizeof id) return fail(GANG_ERR_STORE, "rank 0's unique id has a wrong size");
   }
-  ncclConfig_t config = nonblocking_config();
+  ncclConfig_t config = comm_config();
   ncclResult_t r;
   {
     DeviceGuard guard(*api, device);
@@ -384,7 +393,7 @@ gang_status_t split(void* parent, const gang_backend_config_t* c, void** out, ch
       return static_cast<gang_status_t>(status);
     }
   }
-  ncclConfig_t config = nonblocking_config();
+  ncclConfig_t config = comm_config();
   const int color = c->color >= 0 ? c->color : NCCL_SPLIT_NOCOLOR;
   return derive(
       p, in, "ncclCommSplit", deadline,
@@ -420,7 +429,7 @@ gang_status_t shrink(void* parent, const int32_t* excluded, size_t nexcluded,
     return static_cast<gang_status_t>(status);
   }
   std::vector<int> ranks(excluded, excluded + nexcluded);
-  ncclConfig_t config = nonblocking_config();
+  ncclConfig_t config = comm_config();
   return derive(
       p, in, "ncclCommShrink", deadline,
       [&](ncclComm_t comm, ncclComm_t* child) {
