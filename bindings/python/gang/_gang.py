@@ -340,9 +340,10 @@ class Gang:
 
     @property
     def device(self) -> str:
-        """Where the gang's buffers live: "cpu", "cuda:N", or "cuda" for a
-        gang created with device="cuda" (the library does not report the
-        GPU its backend chose, so operands' devices go unchecked there)."""
+        """Where the gang's buffers live: "cpu" or "cuda:N" (for a gang
+        created with device="cuda", the GPU its backend chose: local rank
+        modulo the visible GPUs). "cuda" alone only for a backend that does
+        not say which GPU it chose; operands' devices then go unchecked."""
         if capi.gang_device_type(self._h) == capi.GANG_DEVICE_CPU:
             return "cpu"
         index = capi.gang_device_index(self._h)
