@@ -58,7 +58,16 @@ struct State {
   std::atomic<int> async{ncclSuccess};  // ncclResult_t
   std::atomic<bool> aborted{false};
   std::atomic<bool> quiet{false};  // an abort leaves the CPU gang up
+  std::mutex last_mu;  // guards last: a stream's thread writes it
   std::string last;
+  void set_last(const std::string& text) {
+    std::lock_guard<std::mutex> lock(last_mu);
+    last = text;
+  }
+  std::string get_last() {
+    std::lock_guard<std::mutex> lock(last_mu);
+    return last;
+  }
   // Where its CPU gang met, for gangs derived by ncclCommShrink: the store
   // and the gang's name, and how many were derived from it so far.
   std::string url, name;
@@ -258,6 +267,7 @@ std::string fault_for(long n) {
 
 void fail_state(State& s, ncclResult_t r, const std::string& why) {
   int none = ncclSuccess;
+  std::lock_guard<std::mutex> lock(s.last_mu);  // the text with the status
   if (s.async.compare_exchange_strong(none, r)) s.last = why;
 }
 
@@ -433,7 +443,7 @@ void make_gang(const std::shared_ptr<State>& s, ncclUniqueId id, std::shared_ptr
     }
   }
   if (st != GANG_OK) {
-    s->last = std::string("CPU gang: ") + gang_last_error();
+    s->set_last(std::string("CPU gang: ") + gang_last_error());
     s->async = ncclSystemError;
     return;
   }
@@ -507,7 +517,7 @@ const char* ncclGetErrorString(ncclResult_t r) {
 
 const char* ncclGetLastError(ncclComm_t comm) {
   static thread_local std::string text;
-  text = comm != nullptr ? comm->s->last : "";
+  text = comm != nullptr ? comm->s->get_last() : "";
   return text.c_str();
 }
 
