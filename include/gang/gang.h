@@ -237,6 +237,60 @@ GANG_API gang_status_t gang_store_create(const char* url, int is_server,
                                          int64_t timeout_ms,
                                          gang_store_t** out);
 
+/** A store implemented by the caller, as callbacks: for a rendezvous
+ *  through another library's store (torch.distributed's, say), with no port
+ *  or server of gang's own. Keys are non-empty strings; values bytes.
+ *
+ *  Threads: every callback may be called from any thread, concurrently,
+ *  until release. Each returns GANG_OK or an error status
+ *  (GANG_ERR_TIMEOUT when a wait ran out, GANG_ERR_STORE when the store
+ *  failed), and may write a NUL-terminated message of at most err_len bytes
+ *  into err, which gang reports naming the call and the key. No callback may
+ *  let an exception or a longjmp out.
+ *
+ *  Ownership: gang copies the struct; ctx is the caller's, handed back to
+ *  every callback, and release(ctx) (if set) runs once when the store is
+ *  gone: after gang_store_destroy and after every gang made with the store
+ *  is destroyed. Added in 0.2. */
+typedef struct gang_store_callbacks {
+  size_t struct_size; /* sizeof(gang_store_callbacks_t) */
+  void* ctx;
+  /** Sets key to the n bytes at value (NULL when n is 0). */
+  gang_status_t (*set)(void* ctx, const char* key, const void* value, size_t n,
+                       char* err, size_t err_len);
+  /** Waits up to timeout_ms (> 0) for key; then *value is a copy of its
+   *  value, allocated with malloc (gang frees it with free(); non-NULL even
+   *  for an empty value), and *n its length. GANG_ERR_TIMEOUT if it did not
+   *  appear in time. */
+  gang_status_t (*get)(void* ctx, const char* key, int64_t timeout_ms,
+                       void** value, size_t* n, char* err, size_t err_len);
+  /** Adds delta to the decimal integer at key (missing: 0); *out = the sum. */
+  gang_status_t (*add)(void* ctx, const char* key, int64_t delta,
+                       int64_t* out, char* err, size_t err_len);
+  /** Deletes key; a missing key is not an error. */
+  gang_status_t (*remove)(void* ctx, const char* key, char* err,
+                          size_t err_len);
+  /** Optional (NULL): *exist = 1 if every key exists now, else 0, without
+   *  waiting. */
+  gang_status_t (*check)(void* ctx, const char* const* keys, size_t nkeys,
+                         int* exist, char* err, size_t err_len);
+  /** Optional (NULL): waits up to timeout_ms until every key exists.
+   *  Without it gang polls check, or waits with get key by key. */
+  gang_status_t (*wait)(void* ctx, const char* const* keys, size_t nkeys,
+                        int64_t timeout_ms, char* err, size_t err_len);
+  /** Optional (NULL): called once, when the store is gone. */
+  void (*release)(void* ctx);
+} gang_store_callbacks_t;
+
+/** Makes a store of callbacks (gang_store_callbacks_t), usable wherever a
+ *  gang_store_t is: gang_options_t.store, and every gang_store_* call.
+ *  timeout_ms bounds its waits as gang_store_create's does. Returns
+ *  GANG_ERR_INVALID_ARGUMENT naming what is missing (callbacks or out NULL,
+ *  a struct_size too small, set, get, add or remove NULL). Added in 0.2. */
+GANG_API gang_status_t gang_store_create_callbacks(
+    const gang_store_callbacks_t* callbacks, int64_t timeout_ms,
+    gang_store_t** out);
+
 /** Closes the store; a server stops serving. NULL is a no-op. */
 GANG_API gang_status_t gang_store_destroy(gang_store_t* store);
 

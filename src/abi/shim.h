@@ -64,6 +64,10 @@ inline std::shared_ptr<core::Work> pin_work(const gang_work_t* w,
   return work_table().pin(w, api);
 }
 
+// gang_store_callbacks_t's functions as the store layer's Callbacks
+// (abi/store_callbacks.cc).
+store::Callbacks store_callbacks(const gang_store_callbacks_t& c);
+
 // Enum tables; throw kInvalidArgument naming the value.
 gang::core::DType to_dtype(gang_dtype_t dtype, const char* api);
 gang::core::ReduceOp to_op(gang_op_t op, const char* api);

@@ -40,6 +40,36 @@ GANG_API gang_status_t gang_store_create(const char* url, int is_server,
   GANG_ABI_CATCH
 }
 
+GANG_API gang_status_t gang_store_create_callbacks(const gang_store_callbacks_t* callbacks,
+                                                   int64_t timeout_ms, gang_store_t** out) {
+  GANG_ABI_TRY
+  static const char* const api = "gang_store_create_callbacks";
+  out_arg(out, api, "out");
+  *out = nullptr;
+  if (callbacks == nullptr) gang::fail(Status::kInvalidArgument, api, ": callbacks is NULL");
+  constexpr size_t kFirst = offsetof(gang_store_callbacks_t, release) + sizeof(void (*)(void*));
+  if (callbacks->struct_size < kFirst) {
+    gang::fail(Status::kInvalidArgument, api, ": callbacks->struct_size ",
+               callbacks->struct_size, " is smaller than gang_store_callbacks_t (", kFirst,
+               "): set it to sizeof(gang_store_callbacks_t)");
+  }
+  const gang_store_callbacks_t c = *callbacks;
+  const char* missing = c.set == nullptr      ? "set"
+                        : c.get == nullptr    ? "get"
+                        : c.add == nullptr    ? "add"
+                        : c.remove == nullptr ? "remove"
+                                              : nullptr;
+  if (missing != nullptr) {
+    gang::fail(Status::kInvalidArgument, api, ": callbacks->", missing, " is NULL");
+  }
+  const auto timeout = timeout_ms > 0 ? std::chrono::milliseconds(timeout_ms)
+                                      : gang::core::env::timeout();
+  *out = gang::abi::store_table().insert(
+      gang::store::from_callbacks(gang::abi::store_callbacks(c), timeout));
+  return GANG_OK;
+  GANG_ABI_CATCH
+}
+
 GANG_API gang_status_t gang_store_destroy(gang_store_t* store) {
   GANG_ABI_TRY
   if (store == nullptr) return GANG_OK;

@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -120,6 +121,29 @@ std::shared_ptr<Store> with_prefix(std::shared_ptr<Store> inner,
 // The same, with waits bounded by `timeout` instead of the inner store's.
 std::shared_ptr<Store> with_prefix(std::shared_ptr<Store> inner,
                                    const std::string& prefix, Millis timeout);
+
+// A store whose operations are the caller's (gang_store_create_callbacks:
+// another library's store, such as torch.distributed's, reached through
+// it). Each returns kOk, or an error status with its message in *why; the
+// store throws gang::Error with that status and message. check and wait
+// may be empty: wait then polls check, or get, until the timeout. release,
+// if set, runs once, when the store is destroyed.
+struct Callbacks {
+  std::function<Status(const std::string& key, const Bytes& value, std::string* why)> set;
+  std::function<Status(const std::string& key, Millis timeout, Bytes* value, std::string* why)>
+      get;
+  std::function<Status(const std::string& key, int64_t delta, int64_t* sum, std::string* why)>
+      add;
+  std::function<Status(const std::vector<std::string>& keys, bool* exist, std::string* why)>
+      check;
+  std::function<Status(const std::vector<std::string>& keys, Millis timeout, std::string* why)>
+      wait;
+  std::function<Status(const std::string& key, std::string* why)> remove;
+  std::function<void()> release;
+};
+// Throws kInvalidArgument if set, get, add or remove is empty, or the
+// timeout is not positive.
+std::shared_ptr<Store> from_callbacks(Callbacks callbacks, Millis timeout);
 
 // The url for messages and logs: a "token=..." in it is replaced by
 // "token=***". Messages never show a token; callers that print a url they
