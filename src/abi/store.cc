@@ -47,7 +47,7 @@ GANG_API gang_status_t gang_store_create_callbacks(const gang_store_callbacks_t*
   out_arg(out, api, "out");
   *out = nullptr;
   if (callbacks == nullptr) gang::fail(Status::kInvalidArgument, api, ": callbacks is NULL");
-  constexpr size_t kFirst = offsetof(gang_store_callbacks_t, release) + sizeof(void (*)(void*));
+  constexpr size_t kFirst = offsetof(gang_store_callbacks_t, release) + sizeof callbacks->release;
   if (callbacks->struct_size < kFirst) {
     gang::fail(Status::kInvalidArgument, api, ": callbacks->struct_size ",
                callbacks->struct_size, " is smaller than gang_store_callbacks_t (", kFirst,

@@ -222,7 +222,8 @@ std::shared_ptr<Gang> Gang::make(Setup s) {
   s.config.name = s.name;
   g->backend_ = s.made ? std::move(s.made) : s.backend.create(s.config);
   g->caps_ = &g->backend_->capabilities();
-  if (g->backend_->device_index() >= 0) g->device_index_ = g->backend_->device_index();
+  // A device backend asked for -1 says which device it chose.
+  if (const int chosen = g->backend_->device_index(); chosen >= 0) g->device_index_ = chosen;
   g->watched_ = std::make_shared<Watched>();
   g->watched_->gang = s.name;
   g->watched_->rank = s.rank;

@@ -51,6 +51,14 @@ static_assert(sizeof(gang_backend_store_t) == 5 * sizeof(void*),
 constexpr size_t kFirstTableSize =
     offsetof(gang_backend_t, abort) + sizeof(gang_backend_t::abort);
 
+// Whether a module's table has the optional function `field`: its
+// struct_size covers it (a field appended after the module was built reads
+// as NULL) and it is set.
+#define GANG_TABLE_HAS(table, field)                                      \
+  ((table)->struct_size >=                                                \
+       offsetof(gang_backend_t, field) + sizeof((table)->field) &&        \
+   (table)->field != nullptr)
+
 // Where a module writes a message. Longer ones are cut.
 constexpr size_t kMessageBytes = 1024;
 
@@ -500,9 +508,7 @@ PluginBackend::PluginBackend(const gang_backend_t* table,
                              const BackendConfig& config, bool create)
     : instance_(std::make_shared<Instance>()),
       caps_(capabilities_of(table->flags)) {
-  caps_.native_split =
-      table->struct_size >= offsetof(gang_backend_t, split) + sizeof table->split &&
-      table->split != nullptr;
+  caps_.native_split = GANG_TABLE_HAS(table, split);
   Instance& in = *instance_;
   in.table = table;
   in.module = std::move(module);
@@ -559,11 +565,7 @@ void* PluginBackend::handle() const { return instance_->handle; }
 
 int PluginBackend::device_index() const {
   const gang_backend_t* t = instance_->table;
-  if (t->struct_size < offsetof(gang_backend_t, device_index) + sizeof t->device_index ||
-      t->device_index == nullptr) {
-    return -1;
-  }
-  return t->device_index(instance_->handle);
+  return GANG_TABLE_HAS(t, device_index) ? t->device_index(instance_->handle) : -1;
 }
 
 bool PluginBackend::supports(ReduceOp op, DType dtype) const {

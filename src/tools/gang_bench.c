@@ -259,18 +259,29 @@ static int load_cuda(void) {
   return cu.SetDevice && cu.Malloc && cu.Memcpy && cu.DeviceSynchronize ? 0 : -1;
 }
 
+/* A CUDA call that must succeed, else the rank says which and exits. */
+#define CUDA_MUST(call)                                                          \
+  do {                                                                           \
+    const int cuda_must_e_ = (call);                                             \
+    if (cuda_must_e_ != 0) {                                                     \
+      fprintf(stderr, "gang-bench: rank %d: %s: CUDA error %d\n", g_rank, #call, \
+              cuda_must_e_);                                                     \
+      exit(1);                                                                   \
+    }                                                                            \
+  } while (0)
+
 /* Host buffers to the GPU (after prepare) and back (before checking). */
 static void upload(const config_t* c, bufs_t* b) {
   if (!c->cuda) return;
-  MUST(cu.Memcpy(b->dsend, b->send, b->bytes, MEMCPY_DEFAULT) == 0 ? GANG_OK : GANG_ERR_SYSTEM);
-  MUST(cu.Memcpy(b->drecv, b->recv, b->bytes, MEMCPY_DEFAULT) == 0 ? GANG_OK : GANG_ERR_SYSTEM);
+  CUDA_MUST(cu.Memcpy(b->dsend, b->send, b->bytes, MEMCPY_DEFAULT));
+  CUDA_MUST(cu.Memcpy(b->drecv, b->recv, b->bytes, MEMCPY_DEFAULT));
 }
 
 static void download(const config_t* c, bufs_t* b) {
   if (!c->cuda) return;
-  MUST(cu.DeviceSynchronize() == 0 ? GANG_OK : GANG_ERR_SYSTEM);
-  MUST(cu.Memcpy(b->send, b->dsend, b->bytes, MEMCPY_DEFAULT) == 0 ? GANG_OK : GANG_ERR_SYSTEM);
-  MUST(cu.Memcpy(b->recv, b->drecv, b->bytes, MEMCPY_DEFAULT) == 0 ? GANG_OK : GANG_ERR_SYSTEM);
+  CUDA_MUST(cu.DeviceSynchronize());
+  CUDA_MUST(cu.Memcpy(b->send, b->dsend, b->bytes, MEMCPY_DEFAULT));
+  CUDA_MUST(cu.Memcpy(b->recv, b->drecv, b->bytes, MEMCPY_DEFAULT));
 }
 
 /* Fills the send side for a run (in place: the part of recv that is the
@@ -760,9 +771,9 @@ int main(int argc, char** argv) {
   b.bytes = (max_elems ? max_elems : one) * es;
   b.dsend = b.drecv = NULL;
   if (c.cuda) {
-    MUST(cu.SetDevice(gang_device_index(g_gang)) == 0 ? GANG_OK : GANG_ERR_SYSTEM);
-    MUST(cu.Malloc(&b.dsend, b.bytes) == 0 && cu.Malloc(&b.drecv, b.bytes) == 0
-             ? GANG_OK : GANG_ERR_NO_MEMORY);
+    CUDA_MUST(cu.SetDevice(gang_device_index(g_gang)));
+    CUDA_MUST(cu.Malloc(&b.dsend, b.bytes));
+    CUDA_MUST(cu.Malloc(&b.drecv, b.bytes));
   }
   if (!b.send || !b.recv || !samples) {
     fprintf(stderr, "gang-bench: out of memory for %zu bytes\n", max_elems * es);

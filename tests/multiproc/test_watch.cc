@@ -140,8 +140,9 @@ void stop(Server& s) {
 
 Server g_server;
 
-// A root device gang and kGangs - 1 splits of it (all ranks in each).
-int make_gangs(int rank, int size, const char* url, gang_t** g) {
+// A device gang of this job named `name` ("" for the default).
+gang_status_t create_device_gang(int rank, int size, const char* url, const char* name,
+                                 gang_t** out) {
   gang_options_t o;
   gang_options_init(&o);
   o.rank = rank;
@@ -149,7 +150,13 @@ int make_gangs(int rank, int size, const char* url, gang_t** g) {
   o.init_method = url;
   o.device_type = GANG_DEVICE_CUDA;
   o.timeout_ms = 60000;
-  CHECK_OK(gang_create(&o, &g[0]));
+  if (name[0] != '\0') o.name = name;
+  return gang_create(&o, out);
+}
+
+// A root device gang and kGangs - 1 splits of it (all ranks in each).
+int make_gangs(int rank, int size, const char* url, gang_t** g) {
+  CHECK_OK(create_device_gang(rank, size, url, "", &g[0]));
   for (int i = 1; i < kGangs; ++i) CHECK_OK(gang_split(g[0], 0, rank, &g[i]));
   return 0;
 }
@@ -248,17 +255,7 @@ int churn(int rank, int size, const char* url, void*) {
   gang_t* roots[2] = {};
   gang_t* steady = nullptr;
   const char* names[2] = {"a", "b"};
-  for (int i = 0; i < 2; ++i) {
-    gang_options_t o;
-    gang_options_init(&o);
-    o.rank = rank;
-    o.size = size;
-    o.init_method = url;
-    o.device_type = GANG_DEVICE_CUDA;
-    o.timeout_ms = 60000;
-    o.name = names[i];
-    CHECK_OK(gang_create(&o, &roots[i]));
-  }
+  for (int i = 0; i < 2; ++i) CHECK_OK(create_device_gang(rank, size, url, names[i], &roots[i]));
   CHECK_OK(gang_split(roots[0], 0, rank, &steady));
   Churn c[2] = {{roots[0], rank, 0}, {roots[1], rank, 0}};
   pthread_t t[2];

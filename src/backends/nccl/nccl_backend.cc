@@ -4,8 +4,8 @@
 // (nccl_api.cc), so a machine without them gets GANG_ERR_UNAVAILABLE naming
 // the missing one.
 //
-// One instance per gang and process (nccl_instance.h): a non-blocking NCCL
-// communicator, a stream of its own for gangs that set none, pooled works
+// One instance per gang and process (nccl_instance.h): an NCCL communicator
+// (non-blocking unless GANG_NCCL_BLOCKING=1), a stream of its own for gangs that set none, pooled works
 // and a watchdog thread. nccl_comm.cc makes, splits and ends communicators;
 // nccl_ops.cc posts operations and waits for them. The watchdog polls the
 // communicator's asynchronous error and every live work's deadline; on an

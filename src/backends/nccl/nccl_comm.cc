@@ -24,6 +24,8 @@ void say(char* err, size_t len, const std::string& text) {
   if (err != nullptr && len > 0) std::snprintf(err, len, "%s", text.c_str());
 }
 
+const char kLate[] = "an operation enqueued on the GPU did not finish before its deadline";
+
 gang_status_t status_of(ncclResult_t r) {
   return r == ncclRemoteError ? GANG_ERR_PEER_LOST : GANG_ERR_SYSTEM;
 }
@@ -41,8 +43,6 @@ DeviceGuard::~DeviceGuard() {
 }
 
 namespace {
-
-const char kLate[] = "an operation enqueued on the GPU did not finish before its deadline";
 
 // How long destroy waits for an abort NCCL is still running.
 constexpr int64_t kAbortGraceMs = 10000;
@@ -456,16 +456,7 @@ void finalize(void* backend) {
 }
 
 void abort_instance(void* backend) {
-  auto& in = *static_cast<Instance*>(backend);
-  {
-    std::lock_guard<std::mutex> lock(in.mu);
-    if (in.error == GANG_OK) {
-      in.error = GANG_ERR_ABORTED;
-      in.error_text = "the gang was aborted";
-    }
-  }
-  in.begin_abort();
-  in.cv.notify_all();
+  static_cast<Instance*>(backend)->fail(GANG_ERR_ABORTED, "the gang was aborted");
 }
 
 gang_status_t poll_error(void* backend, char* err, size_t err_len) {

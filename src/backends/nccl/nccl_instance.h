@@ -13,7 +13,7 @@
 //   between, so the watchdog and abort are never held up for long.
 // - Abort never runs on the caller's thread: abort() marks the instance and
 //   hands ncclCommAbort (which can take seconds) to a thread of its own;
-//   destroy waits for it, bounded by the gang's timeout.
+//   destroy waits for it, for 10 s at most.
 // - Every return code is checked; NCCL's own text (ncclGetLastError) goes
 //   into the message.
 #pragma once
@@ -35,6 +35,9 @@ namespace gang::backends::nccl_impl {
 int64_t now_ns();
 void say(char* err, size_t len, const std::string& text);
 gang_status_t status_of(ncclResult_t r);
+
+// The failure of a work still on the GPU at its deadline.
+extern const char kLate[];
 
 // Selects a device for the scope and restores the thread's previous one.
 class DeviceGuard {

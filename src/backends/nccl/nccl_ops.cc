@@ -379,7 +379,7 @@ gang_status_t test_here(Work& w, char* err, size_t err_len) {
     return GANG_ERR_SYSTEM;
   }
   if (now_ns() >= w.deadline_ns) {
-    const std::string why = "an operation enqueued on the GPU did not finish before its deadline";
+    const std::string why = kLate;
     in.fail(GANG_ERR_TIMEOUT, why);
     w.status.store(GANG_ERR_TIMEOUT);
     say(err, err_len, why);
