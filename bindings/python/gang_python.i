@@ -46,3 +46,6 @@
 %nothread set_error_factory;
 
 %include "../swig/gang.i"
+
+/* Rendezvous through a store written in Python (gang.torch). */
+%include "python_store.i"

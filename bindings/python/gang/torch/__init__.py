@@ -1,0 +1,69 @@
+"""gang as a torch.distributed backend.
+
+Importing this module registers the backend "gang" with torch.distributed
+for CPU and CUDA tensors; then one string switches a program over::
+
+    import gang.torch  # noqa: F401  (the wheel's entry point does it too)
+    import torch.distributed as dist
+
+    dist.init_process_group("gang")          # torchrun's env://, tcp://, store=
+    dist.all_reduce(t)                        # gang's collectives
+    model = DistributedDataParallel(model)    # DDP, FSDP, DeviceMesh, new_group
+
+The backend meets its peers through the store torch hands it (no second
+port), runs every c10d entry point on gang's collectives, completes
+asynchronous work on a thread of its own (DDP's buckets overlap the
+backward pass), and raises torch.distributed.DistBackendError with gang's
+message (naming the ranks) when a peer is lost or an operation times out.
+"""
+
+import atexit
+
+import torch.distributed as dist
+
+from .. import capi
+from ._backend import GangBackend
+from ._work import GangWork
+
+__all__ = ["GangBackend", "GangWork", "register", "gang_of"]
+
+NAME = "gang"
+
+
+def _create(dist_opts, backend_options=None):
+    """c10d's creator (extended API): a new GangBackend, or a split of the
+    parent's when c10d splits (the default group bound to a device)."""
+    split_from = getattr(dist_opts, "split_from", None)
+    if isinstance(split_from, GangBackend):
+        return split_from.split(dist_opts.store, list(dist_opts.global_ranks_in_group),
+                                backend_options)
+    return GangBackend(dist_opts.store, dist_opts.group_rank, dist_opts.group_size,
+                       dist_opts.timeout, group_name=getattr(dist_opts, "group_id", "0"),
+                       options=backend_options)
+
+
+def register() -> None:
+    """Registers "gang" with torch.distributed (idempotent). Called on
+    import, and by torch itself through the wheel's entry point."""
+    if NAME.upper() in getattr(dist.Backend, "_plugins", {}):
+        return
+    dist.Backend.register_backend(NAME, _create, extended_api=True, devices=["cpu", "cuda"])
+
+
+def gang_of(group=None):
+    """The gang.Gang behind a process group made with the gang backend
+    (default: the default group): gang's own API on the same ranks."""
+    import torch
+
+    pg = group if group is not None else dist.distributed_c10d._get_default_group()
+    backend = pg._get_backend(torch.device("cpu"))
+    if not isinstance(backend, GangBackend):
+        raise ValueError(f"process group {pg} does not run on the gang backend")
+    return backend.gang
+
+
+# gang's threads may call into the store after the interpreter stops
+# running Python: from then on the store refuses instead.
+atexit.register(capi.gang_python_store_shutdown)
+
+register()

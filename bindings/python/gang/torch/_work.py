@@ -1,0 +1,164 @@
+"""The Work c10d gets back from the gang backend, and the thread that
+completes the asynchronous ones.
+
+An operation issued with async_op (c10d's default for the calls DDP makes)
+is handed to gang at once and runs on gang's own work path; a Completer
+thread per backend waits for gang's works in the order they were issued
+(gang completes a gang's operations in order), runs what must follow (the
+copies out of a staging buffer) and completes the GangWork and its
+torch.futures.Future, whose callbacks (DDP's comm hooks) run there. A
+blocking call (async_op=False) runs on the caller's thread and returns a
+GangWork that is already complete.
+"""
+
+import datetime
+import queue
+import threading
+
+import torch
+import torch.distributed as dist
+
+from ._errors import torch_error
+
+__all__ = ["GangWork", "Completer"]
+
+
+def _seconds(timeout) -> float:
+    """c10d's wait timeout (a timedelta; zero means none) in seconds, or
+    None."""
+    if timeout is None:
+        return None
+    if isinstance(timeout, datetime.timedelta):
+        timeout = timeout.total_seconds()
+    return timeout if timeout > 0 else None
+
+
+class GangWork(dist._Work):
+    """One operation of the gang backend: c10d's Work (wait, is_completed,
+    is_success, exception, result, get_future)."""
+
+    def __init__(self, result, seq: int, *, gang=None, devices=None):
+        super().__init__()
+        self._result = result      # the list of output tensors
+        self._seq = seq
+        self._gang = gang          # aborted on Ctrl-C in wait()
+        self._devices = devices    # CUDA devices of the result, for the future
+        self._done = threading.Event()
+        self._error = None
+        self._future = None
+        self._lock = threading.Lock()
+
+    @classmethod
+    def completed(cls, result, seq: int, *, devices=None):
+        work = cls(result, seq, devices=devices)
+        work._done.set()
+        return work
+
+    def _finish(self, error=None) -> None:
+        """Completes the work (and its future) with error or success."""
+        with self._lock:
+            self._error = error
+            self._done.set()
+            future = self._future
+        if future is not None:
+            self._settle(future)
+
+    def _settle(self, future) -> None:
+        if self._error is not None:
+            future.set_exception(self._error)
+        else:
+            future.set_result(self._result)
+
+    def get_future(self):
+        """A torch.futures.Future completed with the output tensors (DDP's
+        comm hooks chain on it)."""
+        with self._lock:
+            if self._future is None:
+                self._future = (torch.futures.Future(devices=self._devices)
+                                if self._devices else torch.futures.Future())
+                if not self._done.is_set():
+                    return self._future
+            else:
+                return self._future
+        self._settle(self._future)
+        return self._future
+
+    def wait(self, timeout=None) -> bool:
+        """Waits until the operation completed; raises its error
+        (DistBackendError naming the ranks for a lost peer or a timeout).
+        With a timeout (a timedelta), raises DistBackendError when it runs
+        out first. Ctrl-C aborts the gang, as gang's own wait does."""
+        seconds = _seconds(timeout)
+        try:
+            done = self._done.wait(seconds)
+        except KeyboardInterrupt:
+            if self._gang is not None and not self._gang.closed:
+                self._gang.abort()
+            raise
+        if not done:
+            raise dist.DistBackendError(
+                f"gang: operation {self._seq} did not complete within "
+                f"{seconds:g} s (Work.wait's timeout); it goes on until the gang's "
+                f"own timeout ends it")
+        if self._error is not None:
+            raise self._error
+        return True
+
+    def is_completed(self) -> bool:
+        return self._done.is_set()
+
+    def is_success(self) -> bool:
+        return self._done.is_set() and self._error is None
+
+    def exception(self):
+        return self._error
+
+    def result(self):
+        return self._result
+
+    def _get_sequence_number(self) -> int:
+        return self._seq
+
+    def synchronize(self) -> None:
+        self.wait()
+
+
+class Completer:
+    """A thread completing a gang's asynchronous works, in issue order."""
+
+    def __init__(self, name: str):
+        self._queue = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._run, name=f"gang.torch {name}",
+                                        daemon=True)
+        self._started = False
+        self._lock = threading.Lock()
+
+    def submit(self, gang_work, work: GangWork, then=None) -> None:
+        """Completes `work` once gang's `gang_work` (a gang.Work, or None
+        for one already done) has, after running `then()` if given."""
+        if not self._started:
+            with self._lock:
+                if not self._started:
+                    self._thread.start()
+                    self._started = True
+        self._queue.put((gang_work, work, then))
+
+    def close(self) -> None:
+        if self._started:
+            self._queue.put(None)
+
+    def _run(self) -> None:
+        while True:
+            item = self._queue.get()
+            if item is None:
+                return
+            gang_work, work, then = item
+            error = None
+            try:
+                if gang_work is not None:
+                    gang_work.wait()
+                if then is not None:
+                    then()
+            except BaseException as exc:  # noqa: B902 - handed to the waiter
+                error = torch_error(exc)
+            work._finish(error)

@@ -1,0 +1,450 @@
+#!/usr/bin/env python3
+"""One rank of a test of gang's torch.distributed backend (gang.torch).
+
+Usage: python backend_worker.py CASE   (RANK, WORLD_SIZE, MASTER_ADDR,
+MASTER_PORT in the environment, as torchrun sets them)
+
+Every case checks what it gets and exits non-zero, saying why, when it is
+wrong; test_torch_backend.py launches the ranks and reads the exit codes.
+Expected values are computed on each rank from every rank's input (each
+rank can make any rank's input), or by the same program on gloo in the
+same processes, never hard-coded.
+"""
+import datetime
+import functools
+import os
+import sys
+import time
+
+import torch
+import torch.distributed as dist
+
+import gang.torch  # noqa: F401  registers "gang"
+
+RANK = int(os.environ["RANK"])
+SIZE = int(os.environ["WORLD_SIZE"])
+TIMEOUT = datetime.timedelta(seconds=60)
+
+
+def fail(what):
+    print(f"FAIL rank {RANK}: {what}", flush=True)
+    sys.stdout.flush()
+    os._exit(1)
+
+
+def check(cond, what):
+    if not cond:
+        fail(what)
+
+
+def same(got, want, what, tol=0.0):
+    if got.dtype != want.dtype or got.shape != want.shape:
+        fail(f"{what}: got {got.dtype} {tuple(got.shape)}, want {want.dtype} {tuple(want.shape)}")
+    if tol and (got.is_floating_point() or got.is_complex()):
+        ok = torch.allclose(got.double() if not got.is_complex() else got,
+                            want.double() if not want.is_complex() else want,
+                            rtol=tol, atol=tol)
+    else:
+        ok = torch.equal(got, want)
+    if not ok:
+        fail(f"{what}: got {got.flatten()[:8].tolist()}..., want {want.flatten()[:8].tolist()}...")
+
+
+# ---- inputs every rank can make for every rank -----------------------------
+
+FLOATS = [torch.float32, torch.float64, torch.float16, torch.bfloat16]
+INTS = [torch.int8, torch.uint8, torch.int16, torch.int32, torch.int64]
+
+
+def make(r, dtype, n=5, shape=None):
+    """Rank r's input: small values (1..3), so sums and products of up to 4
+    ranks are exact in every dtype."""
+    base = (torch.arange(n, dtype=torch.int64) * (r + 1) + r) % 3 + 1
+    if dtype == torch.bool:
+        t = (base % 2) == 0
+    elif dtype.is_complex:
+        t = torch.complex(base.double(), (base + r).double()).to(dtype)
+    else:
+        t = base.to(dtype)
+    return t.reshape(shape) if shape is not None else t
+
+
+def reduce_all(inputs, op):
+    """The c10d reduction op of the list of tensors, in their dtype."""
+    dtype = inputs[0].dtype
+    if op in (dist.ReduceOp.BAND, dist.ReduceOp.BOR, dist.ReduceOp.BXOR):
+        fn = {dist.ReduceOp.BAND: torch.bitwise_and, dist.ReduceOp.BOR: torch.bitwise_or,
+              dist.ReduceOp.BXOR: torch.bitwise_xor}[op]
+        return functools.reduce(fn, inputs)
+    wide = torch.stack([t.to(torch.complex128 if dtype.is_complex else torch.float64)
+                        for t in inputs])
+    if op == dist.ReduceOp.SUM:
+        out = wide.sum(0)
+    elif op == dist.ReduceOp.AVG:
+        out = wide.mean(0)
+    elif op == dist.ReduceOp.PRODUCT:
+        out = wide.prod(0)
+    elif op == dist.ReduceOp.MIN:
+        out = wide.min(0).values
+    elif op == dist.ReduceOp.MAX:
+        out = wide.max(0).values
+    else:
+        raise AssertionError(op)
+    if dtype == torch.bool:
+        return out != 0
+    return out.to(dtype)
+
+
+def ops_for(dtype):
+    if dtype == torch.bool:
+        return [dist.ReduceOp.SUM, dist.ReduceOp.MIN, dist.ReduceOp.MAX, dist.ReduceOp.BAND,
+                dist.ReduceOp.BOR, dist.ReduceOp.BXOR]
+    if dtype.is_complex:
+        return [dist.ReduceOp.SUM, dist.ReduceOp.AVG]
+    ops = [dist.ReduceOp.SUM, dist.ReduceOp.PRODUCT, dist.ReduceOp.MIN, dist.ReduceOp.MAX]
+    if dtype.is_floating_point:
+        ops.append(dist.ReduceOp.AVG)
+    else:
+        ops += [dist.ReduceOp.BAND, dist.ReduceOp.BOR, dist.ReduceOp.BXOR]
+    return ops
+
+
+def tol(dtype):
+    return {torch.float16: 1e-3, torch.bfloat16: 1e-2}.get(dtype, 1e-6)
+
+
+def done(work, async_op):
+    """Waits for an async op's work (checking it is a Work), else nothing."""
+    if async_op:
+        check(work is not None, "async_op=True returned no Work")
+        check(work.wait(), "Work.wait() returned False")
+        fut = work.get_future()
+        check(fut.done(), "the future of a waited Work is not done")
+    else:
+        check(work is None, "a blocking call returned a Work")
+
+
+# ---- case: every entry point ---------------------------------------------------
+
+def case_ops():
+    dist.init_process_group("gang", timeout=TIMEOUT)
+    check(dist.get_backend() == "gang", f"backend {dist.get_backend()}")
+    pg_backend = dist.distributed_c10d._get_default_group()._get_backend(torch.device("cpu"))
+    check(pg_backend.getBackendName() == "gang" if hasattr(pg_backend, "getBackendName")
+          else True, "getBackendName")
+    dtypes = FLOATS + INTS + [torch.bool, torch.complex64]
+    for async_op in (False, True):
+        for dtype in dtypes:
+            for op in ops_for(dtype):
+                for n in (5, 3000):
+                    t = make(RANK, dtype, n)
+                    done(dist.all_reduce(t, op=op, async_op=async_op), async_op)
+                    want = reduce_all([make(r, dtype, n) for r in range(SIZE)], op)
+                    same(t, want, f"all_reduce {op} {dtype} n={n} async={async_op}", tol(dtype))
+                root = SIZE - 1
+                t = make(RANK, dtype)
+                done(dist.reduce(t, root, op=op, async_op=async_op), async_op)
+                if RANK == root:
+                    same(t, reduce_all([make(r, dtype) for r in range(SIZE)], op),
+                         f"reduce {op} {dtype}", tol(dtype))
+            check_movement(dtype, async_op)
+            check_reduce_scatter(dtype, async_op)
+        check_premul(async_op)
+        check_uneven(async_op)
+    check_coalesced()
+    check_p2p()
+    check_objects()
+    check_noncontiguous()
+    check_errors()
+    dist.barrier()
+    t0 = time.monotonic()
+    dist.barrier()
+    check(time.monotonic() - t0 < 5, "a barrier took over 5 s")
+    dist.destroy_process_group()
+    print(f"ops: rank {RANK}/{SIZE}: ok", flush=True)
+
+
+def check_movement(dtype, async_op):
+    what = f"{dtype} async={async_op}"
+    root = SIZE // 2
+    t = make(RANK, dtype, shape=(5, 1))
+    done(dist.broadcast(t, root, async_op=async_op), async_op)
+    same(t, make(root, dtype, shape=(5, 1)), f"broadcast {what}")
+
+    outs = [torch.zeros(5, dtype=dtype) for _ in range(SIZE)]
+    done(dist.all_gather(outs, make(RANK, dtype), async_op=async_op), async_op)
+    for r in range(SIZE):
+        same(outs[r], make(r, dtype), f"all_gather[{r}] {what}")
+
+    out = torch.zeros(SIZE * 5, dtype=dtype)
+    done(dist.all_gather_into_tensor(out, make(RANK, dtype), async_op=async_op), async_op)
+    same(out, torch.cat([make(r, dtype) for r in range(SIZE)]), f"all_gather_into_tensor {what}")
+
+    outs = [torch.zeros(5, dtype=dtype) for _ in range(SIZE)] if RANK == root else None
+    done(dist.gather(make(RANK, dtype), outs, dst=root, async_op=async_op), async_op)
+    if RANK == root:
+        for r in range(SIZE):
+            same(outs[r], make(r, dtype), f"gather[{r}] {what}")
+
+    out = torch.zeros(5, dtype=dtype)
+    ins = [make(r + 10, dtype) for r in range(SIZE)] if RANK == root else None
+    done(dist.scatter(out, ins, src=root, async_op=async_op), async_op)
+    same(out, make(RANK + 10, dtype), f"scatter {what}")
+
+    # all_to_all_single: rank r sends chunk p (2 rows) to p.
+    inp = torch.cat([make(RANK * 10 + p, dtype, 2) for p in range(SIZE)])
+    out = torch.zeros(2 * SIZE, dtype=dtype)
+    done(dist.all_to_all_single(out, inp, async_op=async_op), async_op)
+    same(out, torch.cat([make(p * 10 + RANK, dtype, 2) for p in range(SIZE)]),
+         f"all_to_all_single {what}")
+
+    # with split sizes: rank r sends p+1 rows of 3 to rank p.
+    def rows(src, dst):
+        return make(src * 10 + dst, dtype, 3 * (dst + 1), shape=(dst + 1, 3))
+    inp = torch.cat([rows(RANK, p) for p in range(SIZE)])
+    out = torch.zeros((SIZE * (RANK + 1), 3), dtype=dtype)
+    done(dist.all_to_all_single(out, inp, [RANK + 1] * SIZE, [p + 1 for p in range(SIZE)],
+                                async_op=async_op), async_op)
+    want = torch.cat([make(p * 10 + RANK, dtype, 3 * (RANK + 1), shape=(RANK + 1, 3))
+                      for p in range(SIZE)])
+    same(out, want, f"all_to_all_single with splits {what}")
+
+    # alltoall with lists of different sizes.
+    ins = [make(RANK * 10 + p, dtype, p + 1) for p in range(SIZE)]
+    outs = [torch.zeros(RANK + 1, dtype=dtype) for _ in range(SIZE)]
+    done(dist.all_to_all(outs, ins, async_op=async_op), async_op)
+    for p in range(SIZE):
+        same(outs[p], make(p * 10 + RANK, dtype, RANK + 1), f"all_to_all[{p}] {what}")
+
+
+def check_reduce_scatter(dtype, async_op):
+    for op in ops_for(dtype):
+        what = f"{op} {dtype} async={async_op}"
+        inp = make(RANK, dtype, 4 * SIZE)
+        out = torch.zeros(4, dtype=dtype)
+        done(dist.reduce_scatter_tensor(out, inp, op=op, async_op=async_op), async_op)
+        want = reduce_all([make(r, dtype, 4 * SIZE) for r in range(SIZE)], op)
+        same(out, want[RANK * 4:(RANK + 1) * 4], f"reduce_scatter_tensor {what}", tol(dtype))
+        same(inp, make(RANK, dtype, 4 * SIZE), f"reduce_scatter_tensor left its input {what}")
+
+        ins = list(make(RANK, dtype, 4 * SIZE).chunk(SIZE))
+        out = torch.zeros(4, dtype=dtype)
+        done(dist.reduce_scatter(out, ins, op=op, async_op=async_op), async_op)
+        same(out, want[RANK * 4:(RANK + 1) * 4], f"reduce_scatter {what}", tol(dtype))
+
+
+def check_premul(async_op):
+    for dtype in (torch.float32, torch.float64, torch.bfloat16):
+        t = make(RANK, dtype)
+        op = dist._make_nccl_premul_sum(0.5)
+        done(dist.all_reduce(t, op=op, async_op=async_op), async_op)
+        want = reduce_all([make(r, dtype) for r in range(SIZE)], dist.ReduceOp.SUM) * 0.5
+        same(t, want.to(dtype), f"all_reduce PREMUL_SUM(0.5) {dtype}", tol(dtype))
+        inp = make(RANK, dtype, 2 * SIZE)
+        out = torch.zeros(2, dtype=dtype)
+        done(dist.reduce_scatter_tensor(out, inp, op=dist._make_nccl_premul_sum(2.0),
+                                        async_op=async_op), async_op)
+        want = reduce_all([make(r, dtype, 2 * SIZE) for r in range(SIZE)], dist.ReduceOp.SUM) * 2
+        same(out, want[RANK * 2:(RANK + 1) * 2].to(dtype), f"reduce_scatter PREMUL_SUM {dtype}",
+             tol(dtype))
+
+
+def check_uneven(async_op):
+    """all_gather and reduce_scatter with a different size per rank."""
+    outs = [torch.zeros(r + 1) for r in range(SIZE)]
+    done(dist.all_gather(outs, make(RANK, torch.float32, RANK + 1), async_op=async_op), async_op)
+    for r in range(SIZE):
+        same(outs[r], make(r, torch.float32, r + 1), f"uneven all_gather[{r}]")
+    ins = [make(RANK * 10 + p, torch.float32, p + 1) for p in range(SIZE)]
+    out = torch.zeros(RANK + 1)
+    done(dist.reduce_scatter(out, ins, async_op=async_op), async_op)
+    want = reduce_all([make(r * 10 + RANK, torch.float32, RANK + 1) for r in range(SIZE)],
+                      dist.ReduceOp.SUM)
+    same(out, want, "uneven reduce_scatter")
+
+
+def check_coalesced():
+    ts = [make(RANK, torch.float32, 3), make(RANK, torch.float32, 2, shape=(2, 1)),
+          make(RANK, torch.float32, 7)]
+    dist.all_reduce_coalesced(ts)
+    for i, (dtype, n) in enumerate([(torch.float32, 3), (torch.float32, 2), (torch.float32, 7)]):
+        ts[i] = ts[i].reshape(-1)
+        same(ts[i], reduce_all([make(r, dtype, n) for r in range(SIZE)], dist.ReduceOp.SUM),
+             f"all_reduce_coalesced[{i}]")
+    ins = [make(RANK, torch.float32, 2), make(RANK, torch.float32, 3)]
+    outs = [[torch.zeros(2), torch.zeros(3)] for _ in range(SIZE)]
+    dist.all_gather_coalesced(outs, ins)
+    for r in range(SIZE):
+        same(outs[r][0], make(r, torch.float32, 2), f"all_gather_coalesced[{r}][0]")
+        same(outs[r][1], make(r, torch.float32, 3), f"all_gather_coalesced[{r}][1]")
+    for async_ops in (False, True):
+        outs = [torch.zeros(SIZE * 3), torch.zeros(SIZE * 2, dtype=torch.int64)]
+        with dist._coalescing_manager(async_ops=async_ops) as cm:
+            dist.all_gather_into_tensor(outs[0], make(RANK, torch.float32, 3))
+            dist.all_gather_into_tensor(outs[1], make(RANK, torch.int64, 2))
+        if async_ops:
+            cm.wait()
+        same(outs[0], torch.cat([make(r, torch.float32, 3) for r in range(SIZE)]),
+             "all_gather_into_tensor coalesced [0]")
+        same(outs[1], torch.cat([make(r, torch.int64, 2) for r in range(SIZE)]),
+             "all_gather_into_tensor coalesced [1]")
+        outs = [torch.zeros(2), torch.zeros(3)]
+        ins = [make(RANK, torch.float32, 2 * SIZE), make(RANK, torch.float32, 3 * SIZE)]
+        with dist._coalescing_manager(async_ops=async_ops) as cm:
+            dist.reduce_scatter_tensor(outs[0], ins[0])
+            dist.reduce_scatter_tensor(outs[1], ins[1])
+        if async_ops:
+            cm.wait()
+        for i, n in enumerate((2, 3)):
+            want = reduce_all([make(r, torch.float32, n * SIZE) for r in range(SIZE)],
+                              dist.ReduceOp.SUM)
+            same(outs[i], want[RANK * n:(RANK + 1) * n], f"reduce_scatter_tensor coalesced [{i}]")
+
+
+def check_p2p():
+    if SIZE < 2:
+        return
+    nxt, prv = (RANK + 1) % SIZE, (RANK - 1) % SIZE
+    # Blocking, ordered so that it cannot deadlock.
+    got = torch.zeros(4)
+    if RANK % 2 == 0:
+        dist.send(make(RANK, torch.float32, 4), nxt, tag=3)
+        dist.recv(got, prv, tag=3)
+    else:
+        dist.recv(got, prv, tag=3)
+        dist.send(make(RANK, torch.float32, 4), nxt, tag=3)
+    same(got, make(prv, torch.float32, 4), "send/recv")
+    # Both directions at once, large, with tags told apart.
+    big = 1 << 20
+    a, b = torch.zeros(big), torch.zeros(8)
+    reqs = [dist.isend(make(RANK, torch.float32, big), nxt, tag=1),
+            dist.isend(make(RANK + 5, torch.float32, 8), nxt, tag=2),
+            dist.irecv(b, prv, tag=2), dist.irecv(a, prv, tag=1)]
+    for w in reqs:
+        w.wait()
+    same(a, make(prv, torch.float32, big), "isend/irecv tag 1")
+    same(b, make(prv + 5, torch.float32, 8), "isend/irecv tag 2")
+    ops = [dist.P2POp(dist.isend, make(RANK, torch.int64, 6), nxt),
+           dist.P2POp(dist.irecv, got6 := torch.zeros(6, dtype=torch.int64), prv)]
+    for w in dist.batch_isend_irecv(ops):
+        w.wait()
+    same(got6, make(prv, torch.int64, 6), "batch_isend_irecv")
+
+
+def check_objects():
+    objs = [{"rank": RANK}] if RANK == 0 else [None]
+    dist.broadcast_object_list(objs, src=0)
+    check(objs == [{"rank": 0}], f"broadcast_object_list {objs}")
+    gathered = [None] * SIZE
+    dist.all_gather_object(gathered, ("r", RANK))
+    check(gathered == [("r", r) for r in range(SIZE)], f"all_gather_object {gathered}")
+
+
+def check_noncontiguous():
+    t = make(RANK, torch.float32, 12, shape=(3, 4)).t()
+    check(not t.is_contiguous(), "the test's tensor is contiguous")
+    dist.all_reduce(t)
+    want = reduce_all([make(r, torch.float32, 12, shape=(3, 4)).t() for r in range(SIZE)],
+                      dist.ReduceOp.SUM)
+    same(t, want, "all_reduce of a transposed tensor")
+    t = make(RANK, torch.float32, 12, shape=(3, 4)).t()
+    dist.broadcast(t, 0)
+    same(t, make(0, torch.float32, 12, shape=(3, 4)).t(), "broadcast of a transposed tensor")
+
+
+def check_errors():
+    try:
+        dist.all_reduce(make(RANK, torch.int32), op=dist.ReduceOp.AVG)
+        fail("AVG of int32 was accepted")
+    except ValueError as e:
+        check("AVG" in str(e), f"AVG of ints: {e}")
+    try:
+        dist.all_reduce(make(RANK, torch.float32), op=dist.ReduceOp.BAND)
+        fail("BAND of float32 was accepted")
+    except ValueError as e:
+        check("BAND" in str(e), f"BAND of floats: {e}")
+    if SIZE > 1:
+        try:
+            dist.recv(torch.zeros(1))
+            fail("recv without src was accepted")
+        except (NotImplementedError, RuntimeError, ValueError) as e:
+            check("any source" in str(e), f"recv without src: {e}")
+
+
+# ---- case: init methods ---------------------------------------------------------
+
+def case_init():
+    addr, port = os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"])
+    tmp = os.environ["GANG_TEST_TMP"]
+
+    def once(how, **kw):
+        dist.init_process_group(**kw)
+        t = make(RANK, torch.float32)
+        dist.all_reduce(t)
+        same(t, reduce_all([make(r, torch.float32) for r in range(SIZE)], dist.ReduceOp.SUM),
+             f"all_reduce after init by {how}")
+        g = dist.new_group(list(range(SIZE))[::-1] if SIZE > 1 else [0], backend="gang")
+        t = make(RANK, torch.float32)
+        dist.all_reduce(t, group=g)
+        same(t, reduce_all([make(r, torch.float32) for r in range(SIZE)], dist.ReduceOp.SUM),
+             f"all_reduce on new_group after init by {how}")
+        dist.destroy_process_group()
+        print(f"init: {how}: rank {RANK}: ok", flush=True)
+
+    once("env://", backend="gang", timeout=TIMEOUT)
+    once("tcp://", backend="gang", init_method=f"tcp://{addr}:{port + 1}", rank=RANK,
+         world_size=SIZE, timeout=TIMEOUT)
+    once("file://", backend="gang", init_method=f"file://{tmp}/rendezvous", rank=RANK,
+         world_size=SIZE, timeout=TIMEOUT)
+    store = dist.TCPStore(addr, port + 2, SIZE, RANK == 0, timeout=TIMEOUT)
+    once("store=", backend="gang", store=dist.PrefixStore("job", store), rank=RANK,
+         world_size=SIZE, timeout=TIMEOUT)
+    # The timeout reaches gang.
+    dist.init_process_group("gang", timeout=datetime.timedelta(seconds=7))
+    check(abs(gang.torch.gang_of().timeout - 7.0) < 1e-6,
+          f"gang's timeout {gang.torch.gang_of().timeout} s, init_process_group's 7 s")
+    # A subgroup that leaves ranks out; the others get NON_GROUP_MEMBER.
+    if SIZE > 2:
+        members = [r for r in range(SIZE) if r % 2 == 0]
+        g = dist.new_group(members)
+        if RANK in members:
+            t = make(RANK, torch.float32)
+            dist.all_reduce(t, group=g)
+            same(t, reduce_all([make(r, torch.float32) for r in members], dist.ReduceOp.SUM),
+                 "all_reduce on the even ranks' group")
+        else:
+            check(g == dist.GroupMember.NON_GROUP_MEMBER, "a non-member got a group")
+    dist.destroy_process_group()
+    # Bound to a device: c10d splits the default group's backend (gang's
+    # split, no new rendezvous).
+    dist.init_process_group("gang", timeout=TIMEOUT, device_id=torch.device("cpu", 0))
+    if SIZE > 1:
+        g = dist.new_group([0, 1])
+        if RANK < 2:
+            t = make(RANK, torch.float32)
+            dist.all_reduce(t, group=g)
+            same(t, reduce_all([make(r, torch.float32) for r in (0, 1)], dist.ReduceOp.SUM),
+                 "all_reduce on a split group")
+            child = gang.torch.gang_of(g)
+            check("split" in child.name, f"the group's gang {child.name!r} is not a split")
+    dist.destroy_process_group()
+    print(f"init: split: rank {RANK}: ok", flush=True)
+
+
+# ---- case: a mixed backend string ----------------------------------------------
+
+def case_mixed():
+    dist.init_process_group("cpu:gang,cuda:gloo", timeout=TIMEOUT)
+    t = make(RANK, torch.float32)
+    dist.all_reduce(t)
+    same(t, reduce_all([make(r, torch.float32) for r in range(SIZE)], dist.ReduceOp.SUM),
+         "all_reduce on cpu:gang")
+    check(gang.torch.gang_of().size == SIZE, "the CPU backend is not gang")
+    dist.destroy_process_group()
+    print(f"mixed: rank {RANK}: ok", flush=True)
+
+
+CASES = {name[len("case_"):]: fn for name, fn in globals().items() if name.startswith("case_")}
+
+if __name__ == "__main__":
+    CASES[sys.argv[1]]()

@@ -1,0 +1,153 @@
+#!/usr/bin/env python3
+"""gang as a torch.distributed backend (gang.torch), on a given PyTorch.
+
+Usage: PYTHON test_torch_backend.py [--venv] BUILD_DIR [CASE...]
+
+Each case runs tests/torch/backend_worker.py CASE in N real processes
+(env:// rendezvous on a TCPStore of rank 0, as torchrun sets it up) and
+passes when every rank exits 0; a rank that finds a wrong result says what
+and exits 1. --venv runs the ranks with $GANG_TORCH_VENV/bin/python (the
+PyPI torch .ci/torch-venv.sh makes) and skips (77) without one. Skips (77)
+when the interpreter's torch has no Python Backend class to subclass
+(torch.distributed's PyBackend trampoline).
+
+Cases (default: all), each on the rank counts listed:
+  ops       every c10d entry point, every dtype, blocking and async (1-4)
+  init      env://, tcp://, file://, store=, timeout, subgroups, splits (3)
+  mixed     "cpu:gang,cuda:gloo" (2)
+  ddp       DDP on gang ends where DDP on gloo does (4)
+  fsdp      fully_shard on gang matches one process (2)
+  mesh      init_device_mesh over gang, collectives per dimension (4)
+  fairseq2  fairseq2-style gangs on a default group that is gang (4)
+  failure   a rank killed mid-collective: DistBackendError on the others (3)
+  mismatch  ranks calling different collectives: gang's mismatch error (2)
+"""
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+SKIP = 77
+HERE = os.path.dirname(os.path.abspath(__file__))
+WORKER = os.path.join(HERE, "backend_worker.py")
+
+CASES = [
+    ("ops", (1, 2, 3, 4), {}),
+    ("init", (3,), {}),
+    ("mixed", (2,), {}),
+    ("ddp", (4,), {}),
+    ("fsdp", (2,), {}),
+    ("mesh", (4,), {}),
+    ("fairseq2", (4,), {}),
+    ("failure", (3,), {"GANG_TIMEOUT_MS": "20000"}),
+    ("mismatch", (2,), {"GANG_DEBUG": "1"}),
+]
+
+
+def free_port():
+    """A port p with p+1 and p+2 free too (the init case uses all three)."""
+    for _ in range(100):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        if port > 65000:
+            continue
+        try:
+            for extra in (1, 2):
+                with socket.socket() as s:
+                    s.bind(("127.0.0.1", port + extra))
+            return port
+        except OSError:
+            continue
+    raise SystemExit("no free ports")
+
+
+def launch(python, build, case, size, extra_env, timeout=300):
+    """Runs `size` ranks of the case; (exit codes, output, seconds)."""
+    port = free_port()
+    tmp = tempfile.mkdtemp(prefix=f"gang-torch-{case}-")
+    procs = []
+    start = time.time()
+    for rank in range(size):
+        env = dict(os.environ)
+        for k in ("GANG_INIT_METHOD", "GANG_RANK", "GANG_SIZE", "LOCAL_RANK"):
+            env.pop(k, None)
+        env.update({
+            "RANK": str(rank), "WORLD_SIZE": str(size), "LOCAL_RANK": str(rank),
+            "LOCAL_WORLD_SIZE": str(size), "MASTER_ADDR": "127.0.0.1",
+            "MASTER_PORT": str(port), "GANG_TEST_TMP": tmp,
+            "GLOO_SOCKET_IFNAME": "lo", "PYTHONDONTWRITEBYTECODE": "1",
+            "GANG_TIMEOUT_MS": "60000", "OMP_NUM_THREADS": "1",
+            "PYTHONPATH": os.path.join(build, "bindings", "python") + os.pathsep
+            + env.get("PYTHONPATH", ""),
+        })
+        env.update(extra_env)
+        out = open(os.path.join(tmp, f"rank{rank}.log"), "w+")
+        procs.append((subprocess.Popen([python, WORKER, case], env=env, stdout=out,
+                                       stderr=subprocess.STDOUT), out))
+    codes, text = [], []
+    for rank, (p, out) in enumerate(procs):
+        left = max(1.0, timeout - (time.time() - start))
+        try:
+            codes.append(p.wait(left))
+        except subprocess.TimeoutExpired:
+            for q, _ in procs:
+                q.kill()
+            codes.append("timeout")
+        out.seek(0)
+        text.append(f"--- rank {rank} ---\n" + out.read())
+        out.close()
+    return codes, "\n".join(text), time.time() - start
+
+
+def main():
+    args = sys.argv[1:]
+    python = sys.executable
+    if args and args[0] == "--venv":
+        args = args[1:]
+        venv = os.environ.get("GANG_TORCH_VENV")
+        if not venv:
+            print("SKIP: GANG_TORCH_VENV is not set (.ci/torch-venv.sh makes the "
+                  "environment; .ci/run sets it)")
+            return SKIP
+        python = os.path.join(venv, "bin", "python")
+    if not args:
+        print(__doc__)
+        return 2
+    build, wanted = os.path.abspath(args[0]), args[1:]
+    probe = subprocess.run(
+        [python, "-c", "import torch, torch.distributed as d; "
+         "from torch._C._distributed_c10d import Backend; "
+         "print(torch.__version__, hasattr(d, 'DistBackendError'))"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True)
+    if probe.returncode != 0:
+        print(f"SKIP: {python} has no usable torch.distributed:\n{probe.stdout[-500:]}")
+        return SKIP
+    version = probe.stdout.split()[0]
+    print(f"test_torch_backend: torch {version} ({python})", flush=True)
+    failed = []
+    for case, sizes, extra in CASES:
+        if wanted and case not in wanted:
+            continue
+        for size in sizes:
+            codes, out, took = launch(python, build, case, size, extra)
+            ok = all(c == 0 for c in codes)
+            skipped = all(c == SKIP for c in codes)
+            status = "ok" if ok else "skipped" if skipped else f"FAILED {codes}"
+            print(f"test_torch_backend: {case} on {size} ranks: {status} ({took:.1f} s)",
+                  flush=True)
+            if not ok:
+                lines = out.strip().splitlines()
+                print("\n".join("  | " + line for line in lines[-80:]), flush=True)
+                if not skipped:
+                    failed.append(f"{case}/{size}")
+    if failed:
+        print("FAIL:", ", ".join(failed))
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
