@@ -13,6 +13,7 @@ same processes, never hard-coded.
 import datetime
 import functools
 import os
+import signal
 import sys
 import time
 
@@ -442,6 +443,172 @@ def case_mixed():
     check(gang.torch.gang_of().size == SIZE, "the CPU backend is not gang")
     dist.destroy_process_group()
     print(f"mixed: rank {RANK}: ok", flush=True)
+
+
+
+# ---- case: DDP on gang against DDP on gloo -------------------------------------
+
+def _model(seed, unused=False):
+    torch.manual_seed(seed)
+    layers = [torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 4)]
+    model = torch.nn.Sequential(*layers)
+    if unused:
+        model.extra = torch.nn.Linear(4, 4)  # never used in forward
+    return model
+
+
+def _batch(step, rank):
+    g = torch.Generator().manual_seed(1000 * step + rank)
+    return torch.randn(8, 16, generator=g), torch.randn(8, 4, generator=g)
+
+
+def _train(ddp, steps, no_sync=False):
+    opt = torch.optim.SGD(ddp.parameters(), lr=0.05)
+    for step in range(steps):
+        opt.zero_grad()
+        if no_sync:
+            with ddp.no_sync():
+                x, y = _batch(step + 100, RANK)
+                torch.nn.functional.mse_loss(ddp(x), y).backward()
+        x, y = _batch(step, RANK)
+        torch.nn.functional.mse_loss(ddp(x), y).backward()
+        opt.step()
+    return [p.detach().clone() for p in ddp.module.parameters()]
+
+
+def case_ddp():
+    from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    dist.init_process_group("gang", timeout=TIMEOUT)
+    gloo = dist.new_group(backend="gloo")
+    configs = {
+        "plain": {},
+        "find_unused_parameters": {"find_unused_parameters": True, "unused": True},
+        "no_sync": {"no_sync": True},
+        "fp16_compress_hook": {"hook": default_hooks.fp16_compress_hook},
+        "static_graph": {"static_graph": True},
+        "small buckets": {"bucket_cap_mb": 0.001},
+    }
+    for name, cfg in configs.items():
+        results = []
+        for group in (gloo, None):
+            kw = {k: v for k, v in cfg.items() if k in ("find_unused_parameters",
+                                                        "static_graph", "bucket_cap_mb")}
+            ddp = DDP(_model(7, cfg.get("unused", False)), process_group=group, **kw)
+            if "hook" in cfg:
+                ddp.register_comm_hook(group if group is not None else
+                                       dist.group.WORLD, cfg["hook"])
+            results.append(_train(ddp, 6, cfg.get("no_sync", False)))
+        for a, b in zip(*results):
+            same(b, a, f"DDP {name}: a parameter on gang vs gloo", 1e-4)
+        start = _model(7, cfg.get("unused", False))
+        moved = any(not torch.equal(p, q) for p, q in zip(results[1], start.parameters()))
+        check(moved, f"DDP {name}: training did not change the parameters")
+        print(f"ddp: {name}: rank {RANK}: same as gloo", flush=True)
+    dist.destroy_process_group()
+
+
+# ---- case: FSDP2 on gang against one process ------------------------------------
+
+def case_fsdp():
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.fsdp import fully_shard
+
+    dist.init_process_group("gang", timeout=TIMEOUT)
+    mesh = init_device_mesh("cpu", (SIZE,))
+    model = _model(3)
+    for layer in model:
+        if isinstance(layer, torch.nn.Linear):
+            fully_shard(layer, mesh=mesh)
+    fully_shard(model, mesh=mesh)
+    ref = _model(3)
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+    ref_opt = torch.optim.SGD(ref.parameters(), lr=0.05)
+    for step in range(4):
+        opt.zero_grad()
+        ref_opt.zero_grad()
+        x, y = _batch(step, RANK)
+        torch.nn.functional.mse_loss(model(x), y).backward()
+        opt.step()
+        # The reference sees every rank's batch; FSDP averages the ranks' gradients.
+        loss = sum(torch.nn.functional.mse_loss(ref(bx), by)
+                   for bx, by in (_batch(step, r) for r in range(SIZE))) / SIZE
+        loss.backward()
+        ref_opt.step()
+    for (name, p), q in zip(model.named_parameters(), ref.parameters()):
+        same(p.full_tensor().detach(), q.detach(), f"FSDP parameter {name}", 1e-5)
+    dist.destroy_process_group()
+    print(f"fsdp: rank {RANK}: matches one process", flush=True)
+
+
+# ---- case: DeviceMesh ------------------------------------------------------------
+
+def case_mesh():
+    from torch.distributed.device_mesh import init_device_mesh
+
+    dist.init_process_group("gang", timeout=TIMEOUT)
+    mesh = init_device_mesh("cpu", (2, SIZE // 2), mesh_dim_names=("dp", "tp"))
+    layout = torch.arange(SIZE).reshape(2, SIZE // 2)
+    row, col = (layout == RANK).nonzero()[0].tolist()
+    for dim, members in (("dp", layout[:, col].tolist()), ("tp", layout[row, :].tolist())):
+        group = mesh[dim].get_group()
+        got = dist.get_process_group_ranks(group)
+        check(got == members, f"mesh {dim}: ranks {got}, want {members}")
+        t = make(RANK, torch.float32)
+        dist.all_reduce(t, group=group)
+        same(t, reduce_all([make(r, torch.float32) for r in members], dist.ReduceOp.SUM),
+             f"all_reduce over mesh[{dim!r}]")
+        out = torch.zeros(len(members) * 5)
+        dist.all_gather_into_tensor(out, make(RANK, torch.float32), group=group)
+        same(out, torch.cat([make(r, torch.float32) for r in members]),
+             f"all_gather over mesh[{dim!r}]")
+    dist.destroy_process_group()
+    print(f"mesh: rank {RANK}: ok", flush=True)
+
+
+# ---- case: a lost peer ------------------------------------------------------------
+
+def case_failure():
+    dist.init_process_group("gang", timeout=TIMEOUT)
+    t = make(RANK, torch.float32, 1000)
+    dist.all_reduce(t)
+    victim = SIZE - 1
+    if RANK == victim:
+        # Killed mid-collective: a large all-reduce is under way.
+        dist.all_reduce(make(RANK, torch.float32, 1 << 22), async_op=True)
+        os.kill(os.getpid(), signal.SIGKILL)
+    start = time.monotonic()
+    for async_op in (False, True):
+        try:
+            w = dist.all_reduce(make(RANK, torch.float32, 1 << 22 if not async_op else 10),
+                                async_op=async_op)
+            if async_op:
+                w.wait()
+            fail(f"an all-reduce with rank {victim} dead completed (async={async_op})")
+        except dist.DistBackendError as e:
+            took = time.monotonic() - start
+            check(took < 30, f"the lost peer was reported after {took:.1f} s")
+            check(str(victim) in str(e), f"the error does not name rank {victim}: {e}")
+            print(f"failure: rank {RANK}: DistBackendError after {took:.1f} s: "
+                  f"{str(e)[:160]}", flush=True)
+    os._exit(0)  # the group cannot be shut down in order any more
+
+
+# ---- case: ranks calling different collectives -----------------------------------
+
+def case_mismatch():
+    dist.init_process_group("gang", timeout=TIMEOUT)
+    try:
+        if RANK == 0:
+            dist.all_reduce(make(RANK, torch.float32))
+        else:
+            dist.broadcast(make(RANK, torch.float32), 0)
+        fail("mismatched collectives completed")
+    except dist.DistBackendError as e:
+        check("mismatch" in str(e).lower(), f"not gang's mismatch error: {e}")
+        print(f"mismatch: rank {RANK}: {str(e)[:200]}", flush=True)
+    os._exit(0)
 
 
 CASES = {name[len("case_"):]: fn for name, fn in globals().items() if name.startswith("case_")}

@@ -12,7 +12,7 @@ from . import capi
 from . import errors  # importing it registers the exception classes with capi
 from ._buffers import (DType, _np, as_dtype, is_tensor, meta_tensor_error, new_like, rows,
                        rows_shape, shape_of, view)
-from .errors import GangInvalidArgumentError, GangTypeError
+from .errors import GangInvalidArgumentError, GangTypeError, GangUnavailableError
 
 __all__ = ["Gang", "FakeGang", "ReduceOperation", "Work", "create", "detect_env"]
 
@@ -805,6 +805,29 @@ class Gang:
         return result
 
 
+    # ---- torch.distributed ------------------------------------------------
+
+    @property
+    def supports_process_group(self) -> bool:
+        """Whether as_process_group() can give a torch process group: when
+        torch.distributed is importable (fairseq2's name)."""
+        try:
+            import torch.distributed as dist
+        except ImportError:
+            return False
+        return dist.is_available()
+
+    def as_process_group(self):
+        """The torch process group of this gang (fairseq2's name), for
+        DDP, FSDP, SyncBatchNorm and DeviceMesh: the group the gang came
+        from (gang.torch.from_process_group), else a group on the gang
+        backend running on this gang itself, made without traffic. See
+        gang.torch.as_process_group."""
+        from .torch import as_process_group
+
+        return as_process_group(self)
+
+
 def _raw_kind(value, cuda: bool):
     """How broadcast_tensor_dict sends value: "numpy", "torch" or None
     (pickled): raw only in the memory the gang's collectives take."""
@@ -852,6 +875,15 @@ class FakeGang(Gang):
         if not self._fake_cuda:
             return super().broadcast(x, source_rank, dtype=dtype, async_op=async_op)
         return self._done(None, x)
+
+    @property
+    def supports_process_group(self) -> bool:
+        """False: a fake gang has no processes to group (as fairseq2's)."""
+        return False
+
+    def as_process_group(self):
+        raise GangUnavailableError("a FakeGang has no torch process group "
+                                   "(supports_process_group is False)")
 
     def all_gather(self, out, x, *, dtype=None, async_op=False):
         if not self._fake_cuda:

@@ -95,8 +95,18 @@ def get_default_device():
 
 
 class ProcessGroupGang:
-    """fairseq2's ProcessGroupGang entry points, giving gang's own gangs
-    (they do not wrap a torch ProcessGroup)."""
+    """fairseq2's ProcessGroupGang entry points, giving gang's own gangs.
+    Their as_process_group() gives a torch process group on the same gang
+    (gang.torch), and from_process_group() a gang of a torch group."""
+
+    @staticmethod
+    def from_process_group(pg, device=None) -> Gang:
+        """The gang of torch process group pg: the gang itself for a group
+        on the gang backend, else a new gang of pg's ranks met through pg's
+        store (collective over pg). See gang.torch.from_process_group."""
+        from .torch import from_process_group
+
+        return from_process_group(pg, device)
 
     @staticmethod
     def create_default_process_group(device=None, *, timeout=None, **_ignored) -> Gang:

@@ -23,9 +23,11 @@ import torch.distributed as dist
 
 from .. import capi
 from ._backend import GangBackend
+from ._groups import as_process_group, from_process_group, gang_of
 from ._work import GangWork
 
-__all__ = ["GangBackend", "GangWork", "register", "gang_of"]
+__all__ = ["GangBackend", "GangWork", "as_process_group", "from_process_group", "gang_of",
+           "register"]
 
 NAME = "gang"
 
@@ -48,18 +50,6 @@ def register() -> None:
     if NAME.upper() in getattr(dist.Backend, "_plugins", {}):
         return
     dist.Backend.register_backend(NAME, _create, extended_api=True, devices=["cpu", "cuda"])
-
-
-def gang_of(group=None):
-    """The gang.Gang behind a process group made with the gang backend
-    (default: the default group): gang's own API on the same ranks."""
-    import torch
-
-    pg = group if group is not None else dist.distributed_c10d._get_default_group()
-    backend = pg._get_backend(torch.device("cpu"))
-    if not isinstance(backend, GangBackend):
-        raise ValueError(f"process group {pg} does not run on the gang backend")
-    return backend.gang
 
 
 # gang's threads may call into the store after the interpreter stops

@@ -123,6 +123,9 @@ class GangBackend(_C10dBackend):
         index = tensor.device.index if tensor.device.index is not None else \
             torch.cuda.current_device()
         gang = self._cuda.get(index)
+        if gang is None and self._store is None:
+            raise ValueError(f"{tensor.device} tensor on a process group made from a CPU gang "
+                             f"(as_process_group); it runs CPU tensors only")
         if gang is None:
             gang = self._cuda[index] = self._create("cuda", index)
         return gang
