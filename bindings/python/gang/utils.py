@@ -4,7 +4,7 @@ import numbers
 import pickle
 
 from ._buffers import _np, is_tensor
-from ._gang import Gang, ReduceOperation, create
+from ._gang import Gang, ReduceOperation, as_device, create
 from .errors import GangInvalidArgumentError
 
 __all__ = [
@@ -72,11 +72,7 @@ def all_gather_list(data, gang: Gang, max_size=None) -> list:
 def Device(spec="cpu"):
     """fairseq2's Device (a torch.device): "cpu", "cuda", "cuda:N". Without
     torch, the spec itself, which gang takes wherever it takes a device."""
-    try:
-        import torch
-    except ImportError:
-        return str(spec)
-    return torch.device(spec)
+    return as_device(spec)
 
 
 def get_default_device():

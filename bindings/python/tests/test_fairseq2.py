@@ -79,7 +79,7 @@ def test_distributed_example_runs_as_written_on_4_ranks():
 
 def test_fake_gang_signature_and_object_broadcasts():
     g = gang.FakeGang(rank=1, size=2, device=None)
-    assert (g.rank, g.size, g.device) == (1, 2, "cpu")
+    assert (g.rank, g.size, g.device) == (1, 2, gang.Device("cpu"))
     # every rank holds this rank's objects: a broadcast from 0 leaves them
     assert g.broadcast_object({"a": 1}, 0) == {"a": 1}
     assert gang.FakeGang(1, 2).broadcast_object(None, 0) is None
@@ -98,6 +98,75 @@ def test_fake_gang_signature_and_object_broadcasts():
     gangs.close()
     with pytest.raises(gang.GangInvalidArgumentError):
         gang.FakeGang(device="tpu")
+
+
+def test_fake_gang_takes_fairseq2s_arguments_and_the_older_positional_ones():
+    cpu = gang.Device("cpu")
+    # fairseq2: FakeGang(device, *, rank=0, size=1)
+    for g in (gang.FakeGang(cpu), gang.FakeGang(device=cpu), gang.FakeGang("cpu")):
+        assert (g.rank, g.size, g.device) == (0, 1, cpu)
+    g = gang.FakeGang(cpu, rank=3, size=8)
+    assert (g.rank, g.size) == (3, 8)
+    g = gang.FakeGang(device=cpu, rank=2, size=4)
+    assert (g.rank, g.size) == (2, 4)
+    params = inspect.signature(gang.FakeGang).parameters
+    assert list(params) == ["device", "rank", "size"]
+    assert params["rank"].kind is inspect.Parameter.KEYWORD_ONLY
+    # gang's older form: an int first is the rank, then size and device
+    for g in (gang.FakeGang(1, 4), gang.FakeGang(1, 4, "cpu"), gang.FakeGang(1, 4, device=cpu),
+              gang.FakeGang(1, size=4), gang.FakeGang(np.int64(1), 4)):
+        assert (g.rank, g.size, g.device) == (1, 4, cpu)
+    with pytest.raises(TypeError, match="multiple values for argument 'rank'"):
+        gang.FakeGang(1, rank=2)
+    with pytest.raises(TypeError, match="multiple values for argument 'device'"):
+        gang.FakeGang(cpu, device=cpu)
+    with pytest.raises(TypeError, match="at most 1 positional"):
+        gang.FakeGang(cpu, 0)
+    with pytest.raises(TypeError, match="unexpected keyword"):
+        gang.FakeGang(cpu, world_size=2)
+    # fairseq2's refusals are ValueErrors
+    for bad in (dict(size=0), dict(rank=2, size=2), dict(rank=-1, size=2)):
+        with pytest.raises(ValueError):
+            gang.FakeGang(cpu, **bad)
+    with pytest.raises(ValueError):
+        gang.FakeGang("meta")
+    # a fake gang's sub-gangs are fake gangs on its device (fairseq2's
+    # FakeGang.create_gang)
+    g = gang.FakeGang(cpu, rank=2, size=4)
+    sub = g.create_gang([0, 2, 3])
+    assert type(sub) is gang.FakeGang and (sub.rank, sub.size, sub.device) == (1, 3, cpu)
+    assert g.create_gang([0, 1]) is None
+
+
+def test_device_is_a_torch_device_when_torch_is_there():
+    torch = pytest.importorskip("torch")
+    for g in (gang.FakeGang(torch.device("cpu")), gang.FakeGang(rank=0, size=2), gang.FakeGang()):
+        assert isinstance(g.device, torch.device) and g.device.type == "cpu"
+    gangs = gang.create_fake_gangs(gang.Device("cpu"))
+    assert gangs.root.device.type == "cpu"
+    assert isinstance(gang.Device("cuda:1"), torch.device)
+    # broadcast_tensor_dict makes its tensors on the gang's device
+    g = gang.FakeGang(rank=0, size=2)
+    t = torch.arange(3.0)
+    assert g.broadcast_tensor_dict({"t": t}, src=0)["t"] is t
+
+
+WITHOUT_TORCH = """
+import sys
+sys.modules["torch"] = None  # import torch raises ImportError
+import gang
+g = gang.FakeGang("cpu", rank=1, size=2)
+assert g.device == "cpu" and isinstance(g.device, str), repr(g.device)
+gangs = gang.create_fake_gangs(gang.Device("cpu"))
+assert gangs.root.device == "cpu"
+print("ok")
+"""
+
+
+def test_device_is_a_string_without_torch():
+    out = subprocess.run([sys.executable, "-c", WITHOUT_TORCH], capture_output=True, text=True,
+                         timeout=60)
+    assert out.returncode == 0 and out.stdout == "ok\n", out.stderr
 
 
 def _parallel_and_fsdp():
