@@ -152,6 +152,12 @@ def test_device_is_a_torch_device_when_torch_is_there():
     g = gang.FakeGang(rank=0, size=2)
     t = torch.arange(3.0)
     assert g.broadcast_tensor_dict({"t": t}, src=0)["t"] is t
+    # all_sum gives a tensor on the gang's device, as fairseq2's
+    total = gang.all_sum(g, 1.5)
+    assert isinstance(total, torch.Tensor) and total.dtype == torch.float32
+    assert total.device == g.device and total.item() == 3.0
+    total = gang.all_sum(g, 3)
+    assert total.dtype == torch.int64 and total.item() == 6
 
 
 WITHOUT_TORCH = """
@@ -205,6 +211,8 @@ def _parallel_and_fsdp():
     assert gangs.sdp.size == 1 and gangs.sdp.ranks == [r]
     # averaging gradients over rdp averages over every data-parallel rank
     assert _sum_over(gangs.rdp, r) == sum(dp)
+    total = gang.all_sum(gangs.rdp, r)  # fairseq2's helper: a tensor
+    assert int(total) == sum(dp) and str(getattr(total, "dtype", "torch.int64")) == "torch.int64"
     x = np.array([float(r)])
     gangs.rdp.all_reduce(x, gang.ReduceOperation.MEAN)
     assert x[0] == sum(dp) / 4
