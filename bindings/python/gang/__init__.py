@@ -17,7 +17,8 @@ or any C-contiguous buffer, without copies; they block while releasing the
 GIL (Ctrl-C interrupts them within a fraction of a second), or return a Work
 with ``async_op=True``, and raise :class:`GangError` subclasses. :func:`split_parallel` builds tensor, pipeline,
 data, ... parallel gangs; :class:`FakeGang` stands in for a rank without
-processes.
+processes. fairseq2's gang names (create_parallel_gangs, create_fsdp_gangs,
+Gangs, get_current_gangs, ...) work as fairseq2's do, defaults included.
 
 This package wraps the C library libgang through SWIG (``gang.capi``, one
 function per C call).
@@ -43,7 +44,12 @@ from .topology import (
     create_fake_gangs,
     create_fsdp_gangs,
     create_parallel_gangs,
+    get_current_gangs,
+    get_default_gangs,
     layout,
+    maybe_get_current_gangs,
+    set_default_gangs,
+    set_gangs,
     split_parallel,
 )
 from .utils import (
@@ -86,7 +92,12 @@ __all__ = [
     "create_fsdp_gangs",
     "create_parallel_gangs",
     "detect_env",
+    "get_current_gangs",
     "get_default_device",
+    "get_default_gangs",
     "layout",
+    "maybe_get_current_gangs",
+    "set_default_gangs",
+    "set_gangs",
     "split_parallel",
 ]

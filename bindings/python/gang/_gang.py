@@ -4,6 +4,7 @@ import array
 import contextlib
 import datetime
 import enum
+import inspect
 import pickle
 import threading
 import time
@@ -166,6 +167,26 @@ def _check_count(what: str, have: int, want: int) -> None:
             f"{what} has {have} elements, the operation needs {want}")
 
 
+# torch.device once torch has been looked for: None before, False without
+# torch (devices are then strings).
+_torch_device = None
+
+
+def as_device(spec):
+    """A device as fairseq2 and torch spell it: a torch.device ("cpu",
+    "cuda", "cuda:N") when torch can be imported, else the string itself.
+    Imports torch the first time it is called, not before."""
+    global _torch_device
+    if _torch_device is None:
+        try:
+            import torch
+        except (ImportError, OSError):
+            _torch_device = False
+        else:
+            _torch_device = torch.device
+    return _torch_device(spec) if _torch_device else str(spec)
+
+
 def _stream_name(stream: int) -> str:
     """A stream as _order() holds it, in words."""
     if stream == 0:
@@ -282,12 +303,13 @@ class Gang:
             capi.gang_set_cuda_stream(self._h, stream or None)
             self._stream_set = stream
 
-    def _child(self, handle):
-        """A sub-gang of this gang: None stays None; it inherits the stream
-        choice (the library gives it this gang's stream)."""
+    def _child(self, handle, owner=None):
+        """A sub-gang of this gang (owned by `owner`, a Gangs, if given):
+        None stays None; it inherits the stream choice (the library gives it
+        this gang's stream)."""
         if handle is None:
             return None
-        child = Gang(handle)
+        child = Gang(handle, owner=owner)
         child._follow, child._stream_set = self._follow, self._stream_set
         return child
 
@@ -339,11 +361,18 @@ class Gang:
         return capi.gang_backend_name(self._h)
 
     @property
-    def device(self) -> str:
-        """Where the gang's buffers live: "cpu" or "cuda:N" (for a gang
-        created with device="cuda", the GPU its backend chose: local rank
-        modulo the visible GPUs). "cuda" alone only for a backend that does
-        not say which GPU it chose; operands' devices then go unchecked."""
+    def device(self):
+        """Where the gang's buffers live, as fairseq2's Gang.device: a
+        torch.device when torch can be imported (``g.device.type`` is "cpu"
+        or "cuda"), else a string. "cpu" or "cuda:N" (for a gang created
+        with device="cuda", the GPU its backend chose: local rank modulo the
+        visible GPUs); "cuda" alone only for a backend that does not say
+        which GPU it chose, whose operands' devices then go unchecked.
+        ``str(g.device)`` is the same string either way."""
+        return as_device(self._device_name())
+
+    def _device_name(self) -> str:
+        """The device as a string: "cpu", "cuda:N" or "cuda"."""
         if capi.gang_device_type(self._h) == capi.GANG_DEVICE_CPU:
             return "cpu"
         index = capi.gang_device_index(self._h)
@@ -843,23 +872,45 @@ class FakeGang(Gang):
     which every rank holds this rank's data: no traffic. all_reduce SUM
     gives x*size, PRODUCT x**size, MEAN/MIN/MAX x; gathers repeat x;
     broadcasts (of buffers and of objects) leave every rank with what it
-    has; barrier does nothing; send/recv and split are unsupported.
+    has; barrier does nothing; send/recv and split are unsupported;
+    create_gang gives the FakeGang of the listed ranks (None if this rank
+    is not among them), on the same device.
 
-    fairseq2's signature: ``FakeGang(rank=0, size=1, device=None)``;
-    ``device`` ("cpu", "cuda:0", a torch.device) is what ``.device``
-    reports. On a CUDA device the collectives work on CUDA tensors with
-    torch's own operations (the library's fake backend reads host memory).
+    fairseq2's signature: ``FakeGang(device, *, rank=0, size=1)``, as in
+    ``FakeGang(Device("cpu"), rank=0, size=8)``. ``device`` ("cpu",
+    "cuda:N", a torch.device; None is the CPU) is what ``.device`` reports
+    (a torch.device when torch can be imported). On a CUDA device the
+    collectives work on CUDA tensors with torch's own operations (the
+    library's fake backend reads host memory).
+
+    The older positional form ``FakeGang(rank, size, device)`` still works:
+    an int first means rank, then size and device (``FakeGang(1, 4)``,
+    ``FakeGang(1, 4, device="cpu")``).
     """
 
-    def __init__(self, rank: int = 0, size: int = 1, device=None):
+    def __init__(self, *args, **kwargs):
+        # The signature inspect and help() show is fairseq2's (set below);
+        # the legacy positional form is told apart by an int first.
+        device, rank, size = _fake_gang_arguments(args, kwargs)
         super().__init__(capi.gang_create_fake(_index("rank", rank), _index("size", size)))
-        self._device = "cpu" if device is None else str(device)
-        _parse_device(self._device)  # rejects what is neither CPU nor CUDA
-        self._fake_cuda = self._device != "cpu"
+        self._set_device(device)
 
-    @property
-    def device(self) -> str:
-        return self._device
+    def _set_device(self, device) -> None:
+        self._device_text = "cpu" if device is None else str(device)
+        _parse_device(self._device_text)  # rejects what is neither CPU nor CUDA
+        self._fake_cuda = self._device_text != "cpu"
+
+    def _device_name(self) -> str:
+        return self._device_text
+
+    def _child(self, handle, owner=None):
+        """Sub-gangs of a fake gang are fake gangs on the same device."""
+        if handle is None:
+            return None
+        child = FakeGang.__new__(FakeGang)
+        Gang.__init__(child, handle, owner=owner)
+        child._set_device(self._device_text)
+        return child
 
     def all_reduce(self, x, op=ReduceOperation.SUM, *, dtype=None, async_op=False):
         if not self._fake_cuda:
@@ -907,6 +958,50 @@ class FakeGang(Gang):
 
     def broadcast_tensor_dict(self, tensor_dict=None, src=0) -> dict:
         return tensor_dict
+
+
+def _is_int(value) -> bool:
+    """An int or numpy integer (not a bool): FakeGang's legacy first
+    argument, the rank."""
+    if isinstance(value, bool) or isinstance(value, str):
+        return False
+    if isinstance(value, int):
+        return True
+    return _np is not None and isinstance(value, _np.integer)
+
+
+def _fake_gang_arguments(args: tuple, kwargs: dict) -> tuple:
+    """(device, rank, size) of a FakeGang call, in fairseq2's form
+    (device, *, rank=0, size=1) or the legacy one (rank, size, device)."""
+    if args and _is_int(args[0]):
+        positional = ("rank", "size", "device")
+    else:
+        positional = ("device",)
+    if len(args) > len(positional):
+        raise TypeError(f"FakeGang() takes at most {len(positional)} positional arguments "
+                        f"{'(rank, size, device)' if len(positional) == 3 else '(device)'}, "
+                        f"{len(args)} were given")
+    values = dict(zip(positional, args))
+    for name, value in kwargs.items():
+        if name not in ("device", "rank", "size"):
+            raise TypeError(f"FakeGang() got an unexpected keyword argument {name!r}")
+        if name in values:
+            raise TypeError(f"FakeGang() got multiple values for argument {name!r}")
+        values[name] = value
+    return values.get("device"), values.get("rank", 0), values.get("size", 1)
+
+
+def _fake_gang_signature():
+    P = inspect.Parameter
+    return inspect.Signature([
+        P("self", P.POSITIONAL_OR_KEYWORD),
+        P("device", P.POSITIONAL_OR_KEYWORD, default=None),
+        P("rank", P.KEYWORD_ONLY, default=0, annotation=int),
+        P("size", P.KEYWORD_ONLY, default=1, annotation=int),
+    ])
+
+
+FakeGang.__init__.__signature__ = _fake_gang_signature()
 
 
 def _parse_device(device) -> tuple:

@@ -8,10 +8,15 @@ tp gangs [0,1] [2,3] [4,5] [6,7], pp gangs [0,2] [1,3] [4,6] [5,7] and dp
 gangs [0,4] [1,5] [2,6] [3,7]. See gang.h, "Parallel topology".
 """
 
+import contextlib
 import enum
+import threading
+import warnings
+import weakref
 
 from . import capi
-from ._gang import FakeGang, Gang, detect_env
+from ._gang import FakeGang, Gang, as_device, detect_env
+from ._gang import _index as _index_arg
 from .errors import GangInvalidArgumentError
 
 __all__ = [
@@ -21,7 +26,12 @@ __all__ = [
     "create_parallel_gangs",
     "create_fsdp_gangs",
     "create_fake_gangs",
+    "get_current_gangs",
+    "get_default_gangs",
     "layout",
+    "maybe_get_current_gangs",
+    "set_default_gangs",
+    "set_gangs",
 ]
 
 
@@ -65,133 +75,333 @@ class Gangs:
     """The gangs of every axis: root, dp, tp, pp, cp, ep, edp, sdp, rdp, mp
     and dpcp, each a Gang (axes with the same members share one).
 
-    :func:`split_parallel` (and fairseq2's :func:`create_parallel_gangs`,
-    :func:`create_fsdp_gangs`) carve them from a root gang, which Gangs
-    does not own; close() frees the others. ``Gangs(root=..., dp=..., ...)``
-    (fairseq2's dataclass form) takes them as given, an axis left out being
-    a one-rank FakeGang on root's device.
+    Made three ways, which differ in what close() and ``with`` do:
+
+    - :func:`split_parallel` (gang's own): close() frees the gangs it made,
+      not root, which the caller owns; ``with split_parallel(...) as
+      gangs:`` makes them the current gangs within the block and closes
+      them when it ends.
+    - fairseq2's :func:`create_parallel_gangs`, :func:`create_fsdp_gangs`
+      and :func:`create_fake_gangs`, and ``Gangs(root=..., dp=..., ...)``
+      (fairseq2's dataclass form, which takes the gangs as given, an axis
+      left out being a one-rank FakeGang on root's device): as in fairseq2,
+      close() destroys every gang, root included, and ``with gangs:`` only
+      makes them the current gangs of the thread (see
+      :func:`get_current_gangs`), leaving them open.
+
+    close() is idempotent, also across Gangs that share gangs (as
+    create_fsdp_gangs's result shares root with its argument): each gang is
+    freed once.
     """
 
     _AXES = ("root", "dp", "tp", "pp", "cp", "ep", "edp", "sdp", "rdp", "mp", "dpcp")
 
     def __init__(self, root: Gang, dp=None, rdp=None, sdp=None, tp=None, pp=None, *,
                  cp=None, ep=None, edp=None, mp=None, dpcp=None):
-        self._handle = None
-        self._config = None
-        self.root = root
+        self._init(root, handle=None, config=None, owns_root=True)
         given = dict(dp=dp, rdp=rdp, sdp=sdp, tp=tp, pp=pp, cp=cp, ep=ep, edp=edp, mp=mp,
                      dpcp=dpcp)
-        self._made = []  # the FakeGangs made for axes left out
         for name in self._AXES[1:]:
             gang = given[name]
             if gang is None:
-                gang = FakeGang(rank=0, size=1, device=root.device)
+                gang = FakeGang(root.device)
                 self._made.append(gang)
             setattr(self, name, gang)
+        if root.rank == 0:
+            # fairseq2's check: the coordinator leads every parallel gang.
+            for name in ("dp", "tp", "pp"):
+                if getattr(self, name).rank != 0:
+                    raise GangInvalidArgumentError(
+                        f"Gangs: root's rank 0 is rank {getattr(self, name).rank} of the "
+                        f"{name} gang; the coordinator must be rank 0 of every parallel gang")
+
+    def _init(self, root, handle, config, owns_root):
+        self._handle = handle  # the gangs_t of split_parallel, or None
+        self._config = config  # split_parallel's arguments, or None
+        self._made = []  # FakeGangs made for axes left out
+        self._parts = []  # Gangs whose gangs this one holds (create_fsdp_gangs)
+        self._owns_root = owns_root  # close() closes root and the given gangs
+        self._close_on_exit = not owns_root  # split_parallel's with-block closes
+        self._closed = False
+        self._entered = []  # the devices of the with-blocks open on self
+        self.root = root
 
     @classmethod
-    def _split(cls, root: Gang, handle, config: dict):
+    def _split(cls, root: Gang, handle, config: dict, *, owns_root=False):
         """The Gangs of a gangs_t from split_parallel."""
         self = cls.__new__(cls)
-        self._handle = handle
-        self._config = config
-        self._made = []
-        self.root = root
+        self._init(root, handle, config, owns_root)
         by_pointer = {int(root._h): root}  # one Gang per distinct handle
         for name in cls._AXES[1:]:
             axis_handle = capi.gangs_get(handle, Axis[name.upper()])
             gang = by_pointer.get(int(axis_handle))
             if gang is None:
-                gang = by_pointer[int(axis_handle)] = Gang(axis_handle, owner=self)
-                # The library gives sub-gangs the root's stream; so does Python.
-                gang._follow, gang._stream_set = root._follow, root._stream_set
+                # A sub-gang like root: the library gives it root's stream,
+                # and a fake root's sub-gangs are fake on root's device.
+                gang = by_pointer[int(axis_handle)] = root._child(axis_handle, owner=self)
             setattr(self, name, gang)
         return self
 
+    @property
+    def device(self):
+        """root's device (fairseq2's Gangs.device)."""
+        return self.root.device
+
+    @property
+    def closed(self) -> bool:
+        """Whether close() was called."""
+        return self._closed
+
     def close(self) -> None:
-        """Frees the gangs split_parallel made (not root). Idempotent."""
+        """Frees the gangs: those split_parallel made, and, for Gangs made
+        by fairseq2's functions or given to Gangs(...), root and every other
+        gang too, as fairseq2's Gangs.close does. Idempotent; a gang shared
+        with another Gangs is freed once."""
+        if self._closed:
+            return
+        self._closed = True
         made, self._made = self._made, []
         for gang in made:
             gang.close()
+        parts, self._parts = self._parts, []
+        for part in parts:
+            part.close()
         handle, self._handle = self._handle, None
-        if handle is None:
-            return
-        for name in self._AXES[1:]:
-            gang = getattr(self, name)
-            if gang is not self.root:
-                gang._detach()
-        handle.thisown = False
-        capi.gangs_destroy(handle)
+        if handle is not None:
+            for name in self._AXES[1:]:
+                gang = getattr(self, name)
+                if gang is not self.root and gang._owner is self:
+                    gang._detach()
+            handle.thisown = False
+            capi.gangs_destroy(handle)
+        if self._owns_root:
+            # Gang.close is idempotent and leaves gangs another Gangs owns
+            # to that one.
+            for name in self._AXES:
+                getattr(self, name).close()
 
     def __enter__(self):
+        """Makes these the current gangs of this thread on their device
+        until the block ends (fairseq2's ``with gangs:``)."""
+        device = self.device
+        self._entered.append(device)  # popped by __exit__, even once closed
+        _push(device, self)
         return self
 
     def __exit__(self, *exc_info):
-        self.close()
+        _pop(self._entered.pop(), self)
+        if self._close_on_exit:
+            self.close()
 
     def __repr__(self):
+        if self._closed:
+            return "<gang.Gangs closed>"
         sizes = " ".join(f"{name}={getattr(self, name).size}" for name in self._AXES)
         return f"<gang.Gangs {sizes}>"
 
 
+# ---- current and default gangs (fairseq2's get_current_gangs, ...) ---------
+
+_local = threading.local()  # .stacks: device -> [Gangs], this thread's
+_defaults = {}  # device -> Gangs, for every thread (set_default_gangs)
+_fake = weakref.WeakValueDictionary()  # device -> one-rank fake Gangs
+_defaults_lock = threading.Lock()
+
+
+def _current_device():
+    """The calling thread's current device, as fairseq2 reads it: torch's
+    default device for new tensors (``with torch.device(...)``), else the
+    CPU."""
+    device = as_device("cpu")
+    if isinstance(device, str):
+        return device
+    import torch
+
+    getter = getattr(torch, "get_default_device", None)
+    return getter() if getter is not None else torch.empty(()).device
+
+
+def _key(device):
+    return _current_device() if device is None else as_device(device)
+
+
+def _stacks() -> dict:
+    stacks = getattr(_local, "stacks", None)
+    if stacks is None:
+        stacks = _local.stacks = {}
+    return stacks
+
+
+def _push(device, gangs) -> None:
+    _stacks().setdefault(as_device(device), []).append(gangs)
+
+
+def _pop(device, gangs) -> None:
+    stack = _stacks().get(as_device(device), [])
+    # Normally the top; a with-block left out of order pops its own.
+    for i in range(len(stack) - 1, -1, -1):
+        if stack[i] is gangs:
+            del stack[i]
+            return
+
+
+def get_default_gangs(device=None) -> Gangs:
+    """The default gangs of the process for `device` (None: the current
+    device, see :func:`get_current_gangs`): those set_default_gangs set,
+    else one-rank fake gangs on that device (the CPU for "meta")."""
+    device = _key(device)
+    with _defaults_lock:
+        gangs = _defaults.get(device)
+        if gangs is not None:
+            return gangs
+        if getattr(device, "type", str(device)) == "meta":
+            device = as_device("cpu")
+        gangs = _fake.get(device)
+        if gangs is None or gangs.closed:
+            gangs = _fake[device] = create_fake_gangs(device)
+        return gangs
+
+
+def set_default_gangs(gangs: Gangs, *, meta: bool = False) -> None:
+    """Makes `gangs` the default gangs of the process on gangs.device (and,
+    with meta, on the meta device too), for every thread."""
+    with _defaults_lock:
+        _defaults[as_device(gangs.device)] = gangs
+        if meta:
+            _defaults[as_device("meta")] = gangs
+
+
+@contextlib.contextmanager
+def set_gangs(gangs: Gangs, *, meta: bool = False):
+    """A context manager within which `gangs` are the calling thread's
+    current gangs on gangs.device (and, with meta, on the meta device);
+    it leaves them open::
+
+        with gang.set_gangs(gangs):
+            assert gang.get_current_gangs(gangs.device) is gangs
+    """
+    device = gangs.device
+    _push(device, gangs)
+    if meta:
+        _push("meta", gangs)
+    try:
+        yield
+    finally:
+        if meta:
+            _pop("meta", gangs)
+        _pop(device, gangs)
+
+
+def get_current_gangs(device=None) -> Gangs:
+    """The calling thread's current gangs on `device`: the innermost
+    ``with gangs:`` or :func:`set_gangs` block's, else
+    :func:`get_default_gangs`. None means the current device, as fairseq2
+    reads it: torch's default device for new tensors (the CPU unless
+    ``with torch.device("cuda:0"):`` or torch.set_default_device said
+    otherwise; without torch, "cpu"), so pass a CUDA gang's device."""
+    device = _key(device)
+    stack = _stacks().get(device)
+    if stack:
+        return stack[-1]
+    return get_default_gangs(device)
+
+
+def maybe_get_current_gangs() -> Gangs:
+    """Deprecated in fairseq2 (which now returns get_current_gangs()
+    here): the current gangs on the current device. Warns with a
+    DeprecationWarning; use :func:`get_current_gangs`."""
+    warnings.warn("maybe_get_current_gangs is deprecated, as in fairseq2; use "
+                  "get_current_gangs", DeprecationWarning, stacklevel=2)
+    return get_current_gangs()
+
+
 def split_parallel(root: Gang, tp=1, pp=1, cp=1, ep=1, dp=None, sdp=None, order=None) -> Gangs:
     """Builds every axis's gang from `root`; collective over root, with the
-    same arguments on every rank.
+    same arguments on every rank. The Gangs frees what it made on close()
+    (root stays the caller's).
 
     Args:
         tp, pp, cp, ep: tensor, pipeline, context and expert degrees.
         dp: data-parallel degree; None: root.size / (tp*cp*pp).
-        sdp: FSDP shard degree; None: dp*cp (full shard).
+        sdp: FSDP shard degree; None: dp*cp (full shard: sdp is the whole
+            dp x cp gang, rdp has one rank). sdp=1 gives fairseq2's
+            create_parallel_gangs layout (rdp = dp, sdp of one rank).
         order: dense axes fastest first, e.g. "tp-cp-dp-pp" (Megatron-LM);
             None: "tp-cp-pp-dp".
     Raises:
         GangInvalidArgumentError (a ValueError) for degrees that do not fit.
     """
-    config = dict(tp=tp, pp=pp, cp=cp, ep=ep, dp=dp, sdp=sdp, order=order)
+    return _split_parallel(root, dict(tp=tp, pp=pp, cp=cp, ep=ep, dp=dp, sdp=sdp, order=order))
+
+
+def _split_parallel(root: Gang, config: dict, *, owns_root=False) -> Gangs:
     handle = capi.gang_bind_split_parallel(root._h, *_degrees(**config))
-    return Gangs._split(root, handle, config)
+    return Gangs._split(root, handle, config, owns_root=owns_root)
 
 
 def create_parallel_gangs(root: Gang, *, tp_size: int = 1, tensor_parallel_size=None) -> Gangs:
     """fairseq2's data and tensor parallel gangs: tp gangs of tp_size
-    consecutive ranks, dp across them. Collective over root.
+    consecutive ranks, dp across them, and as in fairseq2 rdp = dp (data
+    replicated over the whole dp gang) and sdp, pp of one rank; see
+    :func:`create_fsdp_gangs` for sharding. Collective over root. The
+    Gangs owns root: close() closes it too.
     (tensor_parallel_size is tp_size's older name.)"""
     if tensor_parallel_size is not None:
         tp_size = tensor_parallel_size
-    return split_parallel(root, tp=tp_size)
+    return _split_parallel(root, dict(tp=tp_size, sdp=1), owns_root=True)
 
 
-def create_fsdp_gangs(gangs: Gangs, intra_node: bool = False, *, intra_node_size=None) -> Gangs:
+def create_fsdp_gangs(gangs: Gangs, intra_node_size=None, *, intra_node=False) -> Gangs:
     """fairseq2's FSDP gangs from the Gangs of create_parallel_gangs (or
-    split_parallel): with intra_node, the dp gang is sharded (sdp) over the
-    ranks of each node and replicated (rdp) across nodes; without, sdp is
-    the whole dp gang and rdp has one rank. intra_node_size overrides the
-    number of dp ranks a node holds (default: the launcher's local size
-    divided by tp*cp*pp). Collective over root; returns new Gangs from the
-    same root and degrees (close the old ones when done with them)."""
-    if gangs._config is None:
-        raise GangInvalidArgumentError("create_fsdp_gangs needs Gangs made by "
-                                       "create_parallel_gangs or split_parallel")
-    config = dict(gangs._config)
+    split_parallel, or Gangs(...)); returns new Gangs with the same root,
+    dp, tp and pp, and:
+
+    - intra_node_size None (fairseq2's default): full sharding, sdp the
+      whole dp gang and rdp of one rank;
+    - intra_node_size k > 1 (hybrid sharding; k must divide dp.size): sdp
+      the blocks of k consecutive dp ranks (a node's), rdp across them
+      (the same position on every node).
+
+    The older spelling intra_node=True (also positionally, a bool) takes k
+    from the launcher's local size divided by tp*cp*pp. Collective over
+    root (over dp for Gangs(...)); the new Gangs owns root as fairseq2's do
+    (close one of them: root is shared)."""
+    if isinstance(intra_node_size, bool):  # the older positional intra_node
+        intra_node, intra_node_size = intra_node_size, None
+    if intra_node_size is not None:
+        intra_node_size = _index_arg("intra_node_size", intra_node_size)
+        if intra_node_size <= 1:
+            raise GangInvalidArgumentError(
+                f"intra_node_size must be greater than 1, got {intra_node_size}")
     if intra_node_size is None and intra_node:
         local = detect_env()["local_size"]
         if local is None or local < 1:
             raise GangInvalidArgumentError(
                 "create_fsdp_gangs(intra_node=True): the launcher does not say how many "
                 "ranks a node runs (LOCAL_WORLD_SIZE, GANG_LOCAL_SIZE); pass intra_node_size")
-        model = (config.get("tp") or 1) * (config.get("cp") or 1) * (config.get("pp") or 1)
+        model = gangs.root.size // gangs.dp.size  # tp*cp*pp ranks hold one dp rank's model
         intra_node_size = max(1, local // model)
-    config["sdp"] = intra_node_size
-    return split_parallel(gangs.root, **config)
+    if gangs._config is not None:
+        config = dict(gangs._config, sdp=intra_node_size)
+        return _split_parallel(gangs.root, config, owns_root=True)
+    # Gangs given as they are: the dp gang carved by itself.
+    axes = {name: getattr(gangs, name) for name in Gangs._AXES}
+    if intra_node_size is None:
+        fsdp = Gangs(**dict(axes, sdp=gangs.dp, rdp=FakeGang(gangs.dp.device)))
+        fsdp._made.append(fsdp.rdp)
+        return fsdp
+    inner = _split_parallel(gangs.dp, dict(sdp=intra_node_size))
+    fsdp = Gangs(**dict(axes, sdp=inner.sdp, rdp=inner.rdp))
+    fsdp._parts.append(inner)
+    return fsdp
 
 
 def create_fake_gangs(device=None) -> Gangs:
-    """fairseq2's fake gangs: one FakeGang of one rank on `device` for
-    every axis."""
-    gang = FakeGang(rank=0, size=1, device=device)
+    """fairseq2's fake gangs: one FakeGang of one rank on `device` (None:
+    the CPU) for every axis."""
+    gang = FakeGang(device)
     gangs = Gangs(root=gang, dp=gang, rdp=gang, sdp=gang, tp=gang, pp=gang, cp=gang, ep=gang,
                   edp=gang, mp=gang, dpcp=gang)
-    gangs._made = [gang]
     return gangs
 
 

@@ -4,7 +4,7 @@ import numbers
 import pickle
 
 from ._buffers import _np, is_tensor
-from ._gang import Gang, ReduceOperation, create
+from ._gang import Gang, ReduceOperation, as_device, create
 from .errors import GangInvalidArgumentError
 
 __all__ = [
@@ -24,13 +24,21 @@ def broadcast_flag(gang: Gang, flag: bool, source_rank: int = 0) -> bool:
 
 
 def all_sum(gang: Gang, value):
-    """fairseq2: the sum of every rank's value. A tensor gives a new tensor
-    (the input is left alone), a number a float."""
-    if is_tensor(value):
-        total = value.detach().clone()
-        gang.all_reduce(total, ReduceOperation.SUM)
-        return total
-    return gang.all_sum(value)
+    """fairseq2: the sum of every rank's value, as a tensor on gang.device
+    when torch can be imported (a number becomes a 0-d tensor of the dtype
+    torch.tensor(value) gives, float32 or int64, as in fairseq2; a tensor
+    gives a new tensor, the input left alone). Without torch, a float (the
+    sum in float64)."""
+    if not is_tensor(value):
+        device = gang.device
+        if isinstance(device, str):  # no torch
+            return gang.all_sum(value)
+        import torch
+
+        value = torch.tensor(value, device=device)
+    total = value.detach().clone()
+    gang.all_reduce(total, ReduceOperation.SUM)
+    return total
 
 
 def all_reduce_dict(data, gang: Gang) -> dict:
@@ -72,11 +80,7 @@ def all_gather_list(data, gang: Gang, max_size=None) -> list:
 def Device(spec="cpu"):
     """fairseq2's Device (a torch.device): "cpu", "cuda", "cuda:N". Without
     torch, the spec itself, which gang takes wherever it takes a device."""
-    try:
-        import torch
-    except ImportError:
-        return str(spec)
-    return torch.device(spec)
+    return as_device(spec)
 
 
 def get_default_device():

@@ -97,7 +97,7 @@ def _collectives():
     with gang.create(device="cuda", timeout=60) as g:
         _on_gang_device(rt, g)
         r, n = g.rank, g.size
-        assert g.backend == "nccl" and g.device.startswith("cuda")
+        assert g.backend == "nccl" and str(g.device).startswith("cuda")
 
         for dt in (np.float32, np.float64, np.int64, np.float16, np.uint8):
             x = DeviceArray(rt, np.full(5, r + 1, dtype=dt))
@@ -163,7 +163,7 @@ _HOST_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
 def _on_gang_device(rt, g):
     """Makes the gang's GPU this thread's, so the test's memory and streams
     are made there (the strict double checks)."""
-    index = int(g.device.split(":")[1])
+    index = int(str(g.device).split(":")[1])
     assert rt.cudaSetDevice(index) == 0
 
 
@@ -302,7 +302,7 @@ def _devices():
     rt = _cudart()
     with gang.create(device="cuda:1", timeout=60) as g:
         _on_gang_device(rt, g)
-        assert g.device == "cuda:1"
+        assert str(g.device) == "cuda:1"
         other = DeviceArray(rt, np.ones(2, dtype=np.float32), device=2)
         with pytest.raises(gang.GangInvalidArgumentError,
                            match=r"x is on cuda:2, the gang on cuda:1"):

@@ -51,13 +51,6 @@ def _split_parallel():
             assert x[0] == sum(gangs.dp.ranks)
             assert "tp=2" in repr(gangs)
 
-        # fairseq2's spellings
-        gangs = gang.create_parallel_gangs(root, tensor_parallel_size=2)
-        assert gangs.tp.size == 2 and gangs.dp.size == 2
-        fsdp = gang.create_fsdp_gangs(gangs)  # shard over the whole dp gang
-        assert fsdp.sdp.size == 2 and fsdp.rdp.size == 1
-        gangs.close()
-        fsdp.close()
         with gang.split_parallel(root, sdp=2) as gangs:  # 2 shards x 2 replicas
             assert gangs.sdp.ranks == [r & ~1, r | 1] and gangs.rdp.ranks == [r % 2, r % 2 + 2]
 
@@ -72,7 +65,18 @@ def _split_parallel():
         if none is not None:
             assert none.size == 3
             none.close()
+
+        # fairseq2's spellings: replicated over dp, then sharded over it
+        gangs = gang.create_parallel_gangs(root, tensor_parallel_size=2)
+        assert gangs.tp.size == 2 and gangs.dp.size == 2
+        assert gangs.rdp is gangs.dp and gangs.sdp.size == 1
+        fsdp = gang.create_fsdp_gangs(gangs)  # shard over the whole dp gang
+        assert fsdp.sdp.size == 2 and fsdp.rdp.size == 1
         root.barrier()
+        # their Gangs own root, as fairseq2's do: closing one closes it
+        gangs.close()
+        assert root.closed
+        fsdp.close()
 
 
 def test_split_parallel():
