@@ -611,6 +611,62 @@ def case_mismatch():
     os._exit(0)
 
 
+# ---- case: fairseq2-style code on a default group that is gang --------------------
+
+def case_fairseq2():
+    from fairseq2.device import Device
+    from fairseq2.gang import FakeGang, ProcessGroupGang, ReduceOperation, create_parallel_gangs
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    dist.init_process_group("gang", timeout=TIMEOUT)
+    world = dist.group.WORLD
+    root = ProcessGroupGang.from_process_group(world, Device("cpu"))
+    check(root.rank == RANK and root.size == SIZE, f"root {root.rank}/{root.size}")
+    check(root.device.type == "cpu", f"root.device {root.device!r}")
+    check(root.supports_process_group, "root.supports_process_group is False")
+    check(root.as_process_group() is world, "root.as_process_group() is not the default group")
+    gangs = create_parallel_gangs(root, tp_size=2)
+    dp_members = [r for r in range(SIZE) if r % 2 == RANK % 2]
+    check(gangs.dp.size == len(dp_members) and gangs.rdp.size == gangs.dp.size
+          and gangs.sdp.size == 1, f"dp/rdp/sdp sizes {gangs.dp.size}/{gangs.rdp.size}/"
+                                   f"{gangs.sdp.size}")
+    # Averaging over rdp averages over every data-parallel rank.
+    t = make(RANK, torch.float32)
+    gangs.rdp.all_reduce(t, ReduceOperation.MEAN)
+    same(t, reduce_all([make(r, torch.float32) for r in dp_members], dist.ReduceOp.AVG),
+         "MEAN over gangs.rdp", 1e-6)
+    # The dp gang as a torch process group: collectives, bookkeeping, DDP.
+    pg = gangs.dp.as_process_group()
+    check(gangs.dp.as_process_group() is pg, "as_process_group() made a second group")
+    check(dist.get_world_size(pg) == len(dp_members), "get_world_size(dp group)")
+    check(dist.get_rank(pg) == dp_members.index(RANK), "get_rank(dp group)")
+    t = make(RANK, torch.float32)
+    dist.all_reduce(t, group=pg)
+    same(t, reduce_all([make(r, torch.float32) for r in dp_members], dist.ReduceOp.SUM),
+         "dist.all_reduce on gangs.dp.as_process_group()")
+    gloo_dp = dist.new_group(backend="gloo")  # every rank creates every group
+    gloo_groups = [dist.new_group(m, backend="gloo") for m in ([0, 2], [1, 3])]
+    results = []
+    for group in (gloo_groups[RANK % 2], pg):
+        ddp = DDP(_model(11), process_group=group)
+        results.append(_train(ddp, 3))
+    for a, b in zip(*results):
+        same(b, a, "DDP on gangs.dp.as_process_group() vs gloo", 1e-4)
+    # A gang of a group on another backend, met through that group's store.
+    other = ProcessGroupGang.from_process_group(gloo_dp)
+    t = make(RANK, torch.float32)
+    other.all_reduce(t)
+    same(t, reduce_all([make(r, torch.float32) for r in range(SIZE)], dist.ReduceOp.SUM),
+         "all_reduce on the gang of a gloo group")
+    check(other.as_process_group() is gloo_dp, "the gloo group's gang forgot its group")
+    other.close()
+    fake = FakeGang(Device("cpu"), rank=0, size=1)
+    check(not fake.supports_process_group, "FakeGang supports a process group")
+    gangs.close()
+    dist.destroy_process_group()
+    print(f"fairseq2: rank {RANK}: ok", flush=True)
+
+
 CASES = {name[len("case_"):]: fn for name, fn in globals().items() if name.startswith("case_")}
 
 if __name__ == "__main__":

@@ -32,6 +32,8 @@ import time
 SKIP = 77
 HERE = os.path.dirname(os.path.abspath(__file__))
 WORKER = os.path.join(HERE, "backend_worker.py")
+FAIRSEQ2_SHIM = os.path.join(os.path.dirname(os.path.dirname(HERE)), "bindings", "python",
+                             "tests", "fairseq2_shim")
 
 CASES = [
     ("ops", (1, 2, 3, 4), {}),
@@ -80,7 +82,9 @@ def launch(python, build, case, size, extra_env, timeout=300):
             "MASTER_PORT": str(port), "GANG_TEST_TMP": tmp,
             "GLOO_SOCKET_IFNAME": "lo", "PYTHONDONTWRITEBYTECODE": "1",
             "GANG_TIMEOUT_MS": "60000", "OMP_NUM_THREADS": "1",
+            # the package under test, and the fairseq2 stand-in of its tests
             "PYTHONPATH": os.path.join(build, "bindings", "python") + os.pathsep
+            + FAIRSEQ2_SHIM + os.pathsep
             + env.get("PYTHONPATH", ""),
         })
         env.update(extra_env)
