@@ -59,7 +59,9 @@ func call(f func() int) error {
 // Options configure New. The zero value creates the gang the launcher's
 // environment describes.
 type Options struct {
-	// Backend is "" or "auto" (Gloo on CPU), "gloo", "fake" or a plugin's
+	// Backend is "" or "auto" (on CPU: shared memory within a host, Gloo
+	// across hosts, both where a job spans hosts with several ranks on
+	// some; NCCL for CUDA), "shm", "gloo", "nccl", "fake" or a plugin's
 	// name.
 	Backend string
 	// Device is "" or "cpu", "cuda" or "cuda:N".

@@ -22,18 +22,30 @@
 
 %{
 #include <stdatomic.h>
+#include <time.h>
 
 static atomic_int gang_py_store_gone = 0;
+/* Callbacks between their check of gang_py_store_gone and their return:
+ * gang_python_store_shutdown waits for them, so that none is left waiting
+ * for the GIL once the interpreter finalizes (a thread that takes it then
+ * is ended on the spot, unwinding through gang's C++ frames). */
+static atomic_int gang_py_store_inside = 0;
 
-/* 1 when Python may no longer be entered from another thread. */
+/* 1 when Python may no longer be entered from another thread; else 0, and
+ * the caller is counted in until gang_py_store_leave(). */
 static int gang_py_store_closed(void) {
-  if (atomic_load(&gang_py_store_gone)) return 1;
+  atomic_fetch_add(&gang_py_store_inside, 1);
+  int closed = atomic_load(&gang_py_store_gone) != 0;
 #if PY_VERSION_HEX >= 0x030D0000
-  return Py_IsFinalizing();
+  closed = closed || Py_IsFinalizing();
 #else
-  return _Py_IsFinalizing();
+  closed = closed || _Py_IsFinalizing();
 #endif
+  if (closed) atomic_fetch_sub(&gang_py_store_inside, 1);
+  return closed;
 }
+
+static void gang_py_store_leave(void) { atomic_fetch_sub(&gang_py_store_inside, 1); }
 
 /* Writes the pending exception's text into err and clears it. */
 static gang_status_t gang_py_store_error(const char* call, char* err, size_t err_len) {
@@ -63,7 +75,9 @@ static gang_status_t gang_py_store_error(const char* call, char* err, size_t err
   }                                                                         \
   PyGILState_STATE gil_ = PyGILState_Ensure()
 
-#define GANG_PY_STORE_LEAVE() PyGILState_Release(gil_)
+#define GANG_PY_STORE_LEAVE() \
+  PyGILState_Release(gil_);      \
+  gang_py_store_leave()
 
 /* A list of str from C strings, or NULL with an exception set. */
 static PyObject* gang_py_store_keys(const char* const* keys, size_t nkeys) {
@@ -206,15 +220,23 @@ static void gang_py_store_release(void* ctx) {
   PyGILState_STATE gil = PyGILState_Ensure();
   Py_DECREF((PyObject*)ctx);
   PyGILState_Release(gil);
+  gang_py_store_leave();
 }
 %}
 
 %nothread gang_python_store_shutdown;
 %inline %{
 /* From then on no store callback enters Python (atexit: gang's threads may
- * outlive the interpreter's ability to run them). */
+ * outlive the interpreter's ability to run them); waits (with the GIL
+ * released, up to 5 s) for the callbacks already in Python to return. */
 static void gang_python_store_shutdown(void) {
   atomic_store(&gang_py_store_gone, 1);
+  Py_BEGIN_ALLOW_THREADS
+  for (int i = 0; i < 5000 && atomic_load(&gang_py_store_inside) > 0; ++i) {
+    struct timespec ms = {0, 1000000};
+    nanosleep(&ms, NULL);
+  }
+  Py_END_ALLOW_THREADS
 }
 
 /* gang_bind_create with the rendezvous through `store`, a Python object

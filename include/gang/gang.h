@@ -346,7 +346,7 @@ GANG_API void gang_free(void* ptr);
  *  zero (else GANG_ERR_UNSUPPORTED). */
 typedef struct gang_options {
   size_t struct_size;      /* set by gang_options_init */
-  const char* backend;     /* NULL or "auto", "gloo", "fake"; or a plugin name */
+  const char* backend;     /* NULL or "auto", "shm", "gloo", "nccl", "fake"; or a plugin name */
   int32_t device_type;     /* gang_device_type_t; default GANG_DEVICE_CPU */
   int32_t device_index;    /* -1: local_rank % visible devices */
   int32_t rank;            /* this process's rank; -1: from the environment */
@@ -383,10 +383,13 @@ static inline void gang_options_init(gang_options_t* options) {
 /** Creates a gang. Collective over all `size` ranks: every rank calls it with
  *  the same size, backend, name and rendezvous.
  *
- *  Backends: "gloo" (CPU over TCP), "fake" (see gang_create_fake; rank and
- *  size are taken from the options), "auto"/NULL (Gloo for CPU; CUDA needs the
- *  NCCL backend, which is GANG_ERR_UNAVAILABLE in this build rather than a
- *  silent CPU fallback).
+ *  Backends: "shm" (CPU, the ranks of one host through shared memory),
+ *  "gloo" (CPU over TCP), "fake" (see gang_create_fake; rank and size are
+ *  taken from the options), "nccl" (CUDA, a module loaded on demand), and
+ *  "auto"/NULL: for CPU, shm when every rank runs on one host, gloo when
+ *  each host runs one rank, shm within hosts and gloo between them
+ *  ("shm+gloo") otherwise; for CUDA, nccl (GANG_ERR_UNAVAILABLE where the
+ *  module or a GPU is missing, never a silent CPU fallback).
  *
  *  Rank and size: options->rank and options->size, or both -1 to take them
  *  from the launch environment (gang_env_detect). A process with no

@@ -8,8 +8,8 @@ Each case runs tests/torch/backend_worker.py CASE in N real processes
 passes when every rank exits 0; a rank that finds a wrong result says what
 and exits 1. --venv runs the ranks with $GANG_TORCH_VENV/bin/python (the
 PyPI torch .ci/torch-venv.sh makes) and skips (77) without one. Skips (77)
-when the interpreter's torch has no Python Backend class to subclass
-(torch.distributed's PyBackend trampoline).
+on a torch before 2.15, whose c10d never calls a Python subclass of its
+Backend class (the PyBackend trampoline came with 2.15).
 
 Cases (default: all), each on the rank counts listed:
   ops       every c10d entry point, every dtype, blocking and async (1-4)
@@ -137,6 +137,12 @@ def main():
         print(f"SKIP: {python} has no usable torch.distributed:\n{probe.stdout[-500:]}")
         return SKIP
     version = probe.stdout.split()[0]
+    numbers = tuple(int("".join(c for c in x if c.isdigit()) or 0)
+                    for x in version.split("+")[0].split(".")[:2])
+    if numbers < (2, 15):
+        print(f"SKIP: torch {version} cannot run a Python Backend subclass (c10d's PyBackend "
+              f"trampoline came with 2.15); gang.torch needs 2.15 or later")
+        return SKIP
     print(f"test_torch_backend: torch {version} ({python})", flush=True)
     failed = []
     for case, sizes, extra in CASES:

@@ -1019,7 +1019,10 @@ def create(backend="auto", device="cpu", rank=None, size=None, init_method=None,
     """Creates the root gang; collective over all `size` ranks.
 
     Args:
-        backend: "auto" (Gloo on CPU), "gloo", "fake" or a plugin's name.
+        backend: "auto" (on CPU: shared memory within a host, Gloo across
+            hosts, both where a job spans hosts with several ranks on
+            some; NCCL for CUDA), "shm", "gloo", "nccl", "fake" or a
+            plugin's name.
         device: "cpu", "cuda:N" (also a torch.device) or "cuda" (the
             backend picks the GPU: the local rank modulo the visible GPUs).
             Operands on another GPU are refused.

@@ -19,9 +19,29 @@ message (naming the ranks) when a peer is lost or an operation times out.
 
 import atexit
 
+import torch
 import torch.distributed as dist
 
 from .. import capi
+
+# c10d calls a Python subclass of its Backend class (the PyBackend
+# trampoline) from torch 2.15 on; before it, such a class is never called.
+MIN_TORCH = (2, 15)
+
+
+def _version(text: str) -> tuple:
+    parts = []
+    for piece in text.split("+")[0].split(".")[:2]:
+        digits = "".join(c for c in piece if c.isdigit())
+        parts.append(int(digits or 0))
+    return tuple(parts)
+
+
+if _version(torch.__version__) < MIN_TORCH:
+    raise ImportError(
+        f"gang.torch needs torch {MIN_TORCH[0]}.{MIN_TORCH[1]} or later (its c10d calls a "
+        f"Python Backend subclass from then on); this is torch {torch.__version__}. "
+        f"gang's own API (import gang) works with any torch")
 from ._backend import GangBackend
 from ._groups import as_process_group, from_process_group, gang_of
 from ._work import GangWork

@@ -11,9 +11,11 @@ blocking call (async_op=False) runs on the caller's thread and returns a
 GangWork that is already complete.
 """
 
+import atexit
 import datetime
 import queue
 import threading
+import weakref
 
 import torch
 import torch.distributed as dist
@@ -123,6 +125,18 @@ class GangWork(dist._Work):
         self.wait()
 
 
+# The completers whose thread runs: closed and joined at exit, so that no
+# thread is inside torch or gang when the interpreter finalizes (one that
+# wakes then is ended where it stands).
+_running = weakref.WeakSet()
+
+
+@atexit.register
+def _close_all() -> None:
+    for completer in list(_running):
+        completer.close()
+
+
 class Completer:
     """A thread completing a gang's asynchronous works, in issue order."""
 
@@ -131,6 +145,7 @@ class Completer:
         self._thread = threading.Thread(target=self._run, name=f"gang.torch {name}",
                                         daemon=True)
         self._started = False
+        self._closed = False
         self._lock = threading.Lock()
 
     def submit(self, gang_work, work: GangWork, then=None) -> None:
@@ -138,14 +153,26 @@ class Completer:
         for one already done) has, after running `then()` if given."""
         if not self._started:
             with self._lock:
+                if self._closed:
+                    raise dist.DistBackendError("gang: the process group was shut down")
                 if not self._started:
                     self._thread.start()
                     self._started = True
+                    _running.add(self)
         self._queue.put((gang_work, work, then))
 
-    def close(self) -> None:
+    def close(self, timeout: float = 10.0) -> None:
+        """Completes what was submitted (each within the gang's timeout),
+        then ends the thread, waiting up to `timeout` seconds for it."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
         if self._started:
             self._queue.put(None)
+            if self._thread is not threading.current_thread():
+                self._thread.join(timeout)
+            _running.discard(self)
 
     def _run(self) -> None:
         while True:
