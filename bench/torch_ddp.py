@@ -33,9 +33,10 @@ in the same processes:
             calls; every call is timed alone.
 
 Rank 0 times and prints (medians, and means where shown). One thread per
-rank (torch.set_num_threads(1)). Not a test: run it by hand, on a machine as
-quiet as you can find; with more ranks than cores the figures mostly show
-how each transport copes with sharing a core.
+rank (torch.set_num_threads(1)). --launch 2,4 takes about 50 s on a quiet
+2-core machine, --quick about 20 s. Not a test: run it by hand, on a machine
+as quiet as you can find; with more ranks than cores the figures show how
+each transport copes with sharing a core as much as its speed.
 """
 
 import argparse
@@ -45,6 +46,7 @@ import gc
 import json
 import os
 import re
+import socket
 import statistics
 import subprocess
 import sys
@@ -195,7 +197,6 @@ def worker(args) -> int:
     import torch.nn.functional as F
     from torch.nn.parallel import DistributedDataParallel as DDP
 
-    import gang
     import gang.torch
 
     torch.set_num_threads(1)
@@ -229,7 +230,7 @@ def worker(args) -> int:
                                    f"expected {want}")
         t.zero_()  # sums of zeros stay zero
         calls = _split(_calls(nbytes, args.quick), args.rounds)
-        warm = max(2, min(50, calls[0] // 10))
+        warm = max(5, min(50, calls[0] // 5))
         samples = {name: [] for name in variants}
         for r, per_round in enumerate(calls):
             order = list(variants) if r % 2 == 0 else list(reversed(variants))
@@ -344,6 +345,10 @@ def report(results: list) -> None:
           f"{first['cpus']} CPUs, 1 thread per rank{quick}")
     print(f"gang backend: \"gang\" (gang.torch) on gang's {first['gang_backend']!r} transport; "
           f"gloo: torch's ProcessGroupGloo over TCP on 127.0.0.1")
+    shared = [str(r["ranks"]) for r in results if r["ranks"] > r["cpus"]]
+    if shared:
+        print(f"{' and '.join(shared)} ranks on {first['cpus']} CPUs share cores: those rows "
+              f"show how each transport copes with that as much as its speed")
     print("times on rank 0; ratios > 1: gang is faster")
 
     if any(r["ddp"] for r in results):
@@ -355,7 +360,8 @@ def report(results: list) -> None:
               f"{first['warmup']} warm-up, in {len(_split(first['steps'], first['rounds']))} "
               f"rounds alternating the two")
         print("  compute    the same step on a local copy, no DDP (no communication)")
-        print("  gloo/gang  ratio of the median step times; comm ratio: the same less compute")
+        print("  gloo/gang  ratio of the median step times")
+        print("  comm ratio (gloo med - compute) / (gang med - compute): what each adds to compute")
         print("  max|dw|    largest difference between the two copies' weights at the end")
         print(f"{'ranks':>5} {'params':>9} {'w':>5} {'compute':>8} {'gloo med':>9} {'mean':>8} "
               f"{'gang med':>9} {'mean':>8} {'gloo/gang':>10} {'comm ratio':>11} {'max|dw|':>8}")
@@ -391,12 +397,20 @@ def report(results: list) -> None:
 
     print()
     for r in results:
-        models = ", ".join(f"{_count(d['params'])} {d['seconds']:.0f} s" for d in r["ddp"])
-        print(f"{r['ranks']} ranks: all_reduce {r['allreduce_s']:.0f} s, DDP {r['ddp_s']:.0f} s"
-              + (f" ({models})" if models else ""))
+        parts = [f"all_reduce {r['allreduce_s']:.0f} s"] if r["allreduce"] else []
+        if r["ddp"]:
+            models = ", ".join(f"{_count(d['params'])} {d['seconds']:.0f} s" for d in r["ddp"])
+            parts.append(f"DDP {r['ddp_s']:.0f} s ({models})")
+        print(f"{r['ranks']} ranks: " + ", ".join(parts))
 
 
 # ---- --launch --------------------------------------------------------------------------
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 def launch(args) -> int:
@@ -406,8 +420,9 @@ def launch(args) -> int:
     with tempfile.TemporaryDirectory(prefix="gang-torch-ddp-") as tmp:
         for n in counts:
             out = os.path.join(tmp, f"{n}.json")
-            cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone",
-                   "--nproc_per_node", str(n), os.path.abspath(__file__),
+            cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", str(n),
+                   "--master_addr", "127.0.0.1", "--master_port", str(_free_port()),
+                   os.path.abspath(__file__),
                    *_passthrough(args), "--json", out]
             print(f"torch_ddp: {n} ranks ...", file=sys.stderr, flush=True)
             t0 = time.perf_counter()
