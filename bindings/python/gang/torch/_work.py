@@ -35,6 +35,21 @@ def _seconds(timeout) -> float:
     return timeout if timeout > 0 else None
 
 
+class _NoLock:
+    """The lock of a work that is already done: nothing to guard."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info):
+        return False
+
+
+_NO_LOCK = _NoLock()
+_DONE = threading.Event()
+_DONE.set()
+
+
 class GangWork(dist._Work):
     """One operation of the gang backend: c10d's Work (wait, is_completed,
     is_success, exception, result, get_future)."""
@@ -52,8 +67,12 @@ class GangWork(dist._Work):
 
     @classmethod
     def completed(cls, result, seq: int, *, devices=None):
-        work = cls(result, seq, devices=devices)
-        work._done.set()
+        """A work already done (a blocking call's): no event or lock of its
+        own, the cheapest a blocking call can return."""
+        work = cls.__new__(cls)
+        dist._Work.__init__(work)
+        work._result, work._seq, work._gang, work._devices = result, seq, None, devices
+        work._done, work._error, work._future, work._lock = _DONE, None, None, _NO_LOCK
         return work
 
     def _finish(self, error=None) -> None:
