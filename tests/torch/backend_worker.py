@@ -667,6 +667,36 @@ def case_fairseq2():
     print(f"fairseq2: rank {RANK}: ok", flush=True)
 
 
+# ---- case: Ctrl-C -------------------------------------------------------------
+
+def case_interrupt():
+    """Rank 0, blocked in an all-reduce rank 1 joins 3 s late, gets Ctrl-C
+    at 0.5 s: KeyboardInterrupt at once, as in gang's own API (the gang is
+    aborted; rank 1 then sees DistBackendError)."""
+    import threading
+
+    dist.init_process_group("gang", timeout=TIMEOUT)
+    dist.barrier()
+    if RANK == 0:
+        threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT)).start()
+        start = time.monotonic()
+        try:
+            dist.all_reduce(make(RANK, torch.float32))
+            fail("the all-reduce completed")
+        except KeyboardInterrupt:
+            took = time.monotonic() - start
+            check(took < 2.5, f"KeyboardInterrupt after {took:.1f} s")
+            print(f"interrupt: rank 0: KeyboardInterrupt after {took:.2f} s", flush=True)
+    else:
+        time.sleep(3)
+        try:
+            dist.all_reduce(make(RANK, torch.float32))
+            fail("the all-reduce with an aborted peer completed")
+        except dist.DistBackendError as e:
+            print(f"interrupt: rank 1: {str(e)[:160]}", flush=True)
+    os._exit(0)
+
+
 CASES = {name[len("case_"):]: fn for name, fn in globals().items() if name.startswith("case_")}
 
 if __name__ == "__main__":

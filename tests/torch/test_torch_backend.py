@@ -21,6 +21,8 @@ Cases (default: all), each on the rank counts listed:
   fairseq2  fairseq2-style gangs on a default group that is gang (4)
   failure   a rank killed mid-collective: DistBackendError on the others (3)
   mismatch  ranks calling different collectives: gang's mismatch error (2)
+  interrupt Ctrl-C in a blocking collective: KeyboardInterrupt at once (2)
+  torchrun  the ops case under torchrun (its agent's store, its env) (2)
 """
 import os
 import socket
@@ -45,6 +47,8 @@ CASES = [
     ("fairseq2", (4,), {}),
     ("failure", (3,), {"GANG_TIMEOUT_MS": "20000"}),
     ("mismatch", (2,), {"GANG_DEBUG": "detail"}),
+    ("interrupt", (2,), {}),
+    ("torchrun", (2,), {}),
 ]
 
 
@@ -113,6 +117,31 @@ def launch(python, build, case, size, extra_env, timeout=300):
     return codes, "\n".join(text), time.time() - start
 
 
+def torchrun(python, build, size, timeout=300):
+    """The ops case under torchrun: RANK, WORLD_SIZE and the rest come from
+    its agent, the default group meets through the agent's TCPStore."""
+    env = dict(os.environ)
+    for k in ("GANG_INIT_METHOD", "GANG_RANK", "GANG_SIZE", "RANK", "WORLD_SIZE",
+              "MASTER_ADDR", "MASTER_PORT", "LOCAL_RANK"):
+        env.pop(k, None)
+    env.update({"GLOO_SOCKET_IFNAME": "lo", "PYTHONDONTWRITEBYTECODE": "1",
+                "GANG_TIMEOUT_MS": "60000", "OMP_NUM_THREADS": "1",
+                "GANG_TEST_TMP": tempfile.mkdtemp(prefix="gang-torch-torchrun-"),
+                "PYTHONPATH": os.path.join(build, "bindings", "python") + os.pathsep
+                + FAIRSEQ2_SHIM + os.pathsep + env.get("PYTHONPATH", "")})
+    cmd = [python, "-m", "torch.distributed.run", "--nproc_per_node", str(size),
+           "--master_addr", "127.0.0.1", "--master_port", str(free_port()), WORKER, "ops"]
+    start = time.time()
+    try:
+        r = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           universal_newlines=True, timeout=timeout)
+        code, out = r.returncode, r.stdout
+    except subprocess.TimeoutExpired as e:
+        code, out = "timeout", e.stdout or ""
+    ok = code == 0 and out.count("ops: rank") == size
+    return [0 if ok else code or 1], out, time.time() - start
+
+
 def main():
     args = sys.argv[1:]
     python = sys.executable
@@ -149,7 +178,10 @@ def main():
         if wanted and case not in wanted:
             continue
         for size in sizes:
-            codes, out, took = launch(python, build, case, size, extra)
+            if case == "torchrun":
+                codes, out, took = torchrun(python, build, size)
+            else:
+                codes, out, took = launch(python, build, case, size, extra)
             # The failure case's last rank is killed (SIGKILL) on purpose.
             ok = all(c == 0 or (case == "failure" and r == size - 1 and c == -9)
                      for r, c in enumerate(codes))
