@@ -564,6 +564,22 @@ GANG_API int gang_supports(const gang_t* gang, gang_op_t op,
 GANG_API gang_status_t gang_split(gang_t* parent, int color, int key,
                                   gang_t** out);
 
+/** Makes a gang of the survivors of `gang`, which may have failed or been
+ *  aborted (a peer was lost): collective over the ranks still alive. They
+ *  agree through the gang's store on one membership, the same for all of
+ *  them: every rank that calls gang_shrink before the agreement settles
+ *  (all ranks arrived, or none new for GANG_SHRINK_SETTLE_MS, default 300
+ *  ms), even if another dies meanwhile. *out is a new gang of those ranks,
+ *  ranked in the order of their old ranks, on the same kind of backend,
+ *  named "<name>/shrink<n>"; gang_root_rank keeps mapping to the root
+ *  gang's ranks. timeout_ms <= 0 means the gang's timeout. The old gang
+ *  stays failed: destroy it when convenient. A rank that calls after the
+ *  agreement (it was frozen, or late) is excluded: GANG_ERR_ABORTED saying
+ *  so, and it never enters the new gang. GANG_ERR_UNSUPPORTED for a gang
+ *  without a store (fake). Added in 0.3. */
+GANG_API gang_status_t gang_shrink(gang_t* gang, int64_t timeout_ms,
+                                   gang_t** out);
+
 /** Creates a gang of the listed parent ranks: collective over the parent;
  *  every rank passes the same n >= 1 distinct ranks. Members get a gang whose
  *  rank i is parent rank ranks[i]; non-members get *out = NULL. */

@@ -110,6 +110,9 @@ class Gang : public std::enable_shared_from_this<Gang> {
   // Collective over this gang; null for ranks outside the new gang.
   std::shared_ptr<Gang> split(int color, int key);
   std::shared_ptr<Gang> create_subgang(const std::vector<int>& ranks);
+  // gang_shrink (membership.cc): collective over the survivors of this
+  // (failed) gang; the new gang of the survivors, in rank order.
+  std::shared_ptr<Gang> shrink(Millis timeout);
   // Collective over this gang: the gang of every axis of `layout`, indexed
   // by topology::Axis. Axes with the same ranks share one gang; an axis
   // spanning this gang is this gang.
@@ -218,6 +221,9 @@ class Gang : public std::enable_shared_from_this<Gang> {
   Setup child_setup(const std::vector<int>& members, const std::string& label,
                     const std::string& store_label, int color, int key);
   std::shared_ptr<Gang> make_child(Setup setup);
+  // The survivors' agreement of gang_shrink number `id` (membership.cc):
+  // the ranks of this gang that take part, the same on every one of them.
+  std::vector<int> agree_survivors(uint64_t id, Millis timeout);
   // gang_split on a backend that may split natively: every rank takes part
   // (members empty and color -1 for a rank that stays out). *native false:
   // the backend has none after all, nothing happened, and null is returned;
@@ -251,6 +257,7 @@ class Gang : public std::enable_shared_from_this<Gang> {
   std::string store_prefix_;  // gang/<name>/<generation>/
   std::string secret_;        // BackendConfig::secret; splits derive theirs
   uint64_t splits_ = 0;       // sub-gangs made so far; the same on every rank
+  uint64_t shrinks_ = 0;      // gang_shrink calls so far, as splits_
 
   // Issuing.
   std::unique_ptr<Executor> executor_;

@@ -281,6 +281,8 @@ static int battery(gang_t* g, int rank, int size) {
   EXPECT(gang_set_cuda_completion(g, (gang_cuda_completion_t)-1), GANG_ERR_INVALID_ARGUMENT, "mode");
   EXPECT(gang_set_cuda_completion(g, GANG_CUDA_COMPLETION_STREAM), GANG_OK, "");
   EXPECT(gang_set_cuda_completion(g, GANG_CUDA_COMPLETION_HOST), GANG_OK, "");
+  BAD(gang_shrink(NULL, 0, &sub), "gang");
+  BAD(gang_shrink(g, 0, NULL), "out");
   BAD(gang_split(g, -2, 0, &sub), "color");
   BAD(gang_split(g, 0, 0, NULL), "out");
   BAD(gang_create_subgang(g, dup, 2, &sub), "ranks");

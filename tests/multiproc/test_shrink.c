@@ -1,0 +1,187 @@
+/*
+ * test_shrink.c - gang_shrink: the survivors of a lost rank agree on who is
+ * left and go on in a new gang. A rank is SIGKILLed in an all-reduce, in a
+ * barrier, in a send/recv exchange; two at once; the survivors shrink,
+ * check the new gang's rank, size, name and root ranks, and all-reduce in
+ * it (the sum of the survivors' root ranks). A rank that calls gang_shrink
+ * only after the others agreed (it was frozen) is excluded and says so.
+ * The backend is GANG_TEST_BACKEND (gloo by default; CTest runs shm too).
+ */
+#define _GNU_SOURCE
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include <gang/gang.h>
+
+#include "harness.h"
+
+#define TIMEOUT_MS 5000
+#define WALL_S 90
+
+#define SLOT_READY 1     /* ranks in their blocking call */
+#define SLOT_RECOVER 2   /* the slowest recovery seen, ms */
+#define SLOT_VICTIMS 8   /* 1 for each rank the parent kills */
+
+enum where { IN_ALL_REDUCE, IN_BARRIER, IN_P2P };
+
+typedef struct shrink_case {
+  int victims[2];
+  int nvictims;
+  enum where where;
+  int late;  /* a survivor that sleeps through the agreement: excluded */
+} shrink_case_t;
+
+static int is_victim(const shrink_case_t* c, int rank) {
+  for (int i = 0; i < c->nvictims; ++i)
+    if (c->victims[i] == rank) return 1;
+  return 0;
+}
+
+static void parent_kill(const pid_t* pids, int size, void* arg) {
+  const shrink_case_t* c = (const shrink_case_t*)arg;
+  if (gang_test_wait_shared(SLOT_READY, size, 20000) != 0)
+    fprintf(stderr, "parent: the ranks never got ready; killing anyway\n");
+  gang_test_sleep_ms(300); /* the others are blocked in their call */
+  for (int i = 0; i < c->nvictims; ++i) gang_test_kill(pids, c->victims[i]);
+}
+
+/* Blocks in the case's operation until the victims die; its status. */
+static gang_status_t block(gang_t* g, int rank, int size, enum where where) {
+  static float x[1 << 14], y[1 << 14];
+  __atomic_add_fetch(&gang_test_shared_ints()[SLOT_READY], 1, __ATOMIC_SEQ_CST);
+  switch (where) {
+    case IN_ALL_REDUCE:
+      return gang_all_reduce(g, x, y, 1 << 14, GANG_FLOAT32, GANG_SUM, NULL);
+    case IN_BARRIER:
+      /* Rounds of barriers until one fails. */
+      for (;;) {
+        gang_status_t s = gang_barrier(g, NULL);
+        if (s != GANG_OK) return s;
+      }
+    case IN_P2P: {
+      /* Everyone exchanges with the last rank, which is the victim. */
+      const int peer = size - 1;
+      if (rank == peer) {
+        gang_test_sleep_ms(60000);
+        return GANG_OK;
+      }
+      return gang_recv(g, y, 1, GANG_FLOAT32, peer, 7, NULL);
+    }
+  }
+  return GANG_ERR_INTERNAL;
+}
+
+static int rank_shrink(gang_t* g, int rank, int size, void* arg) {
+  const shrink_case_t* c = (const shrink_case_t*)arg;
+  gang_t* small = NULL;
+  gang_status_t s;
+  int64_t t0;
+  int expect_size = size - c->nvictims - (c->late >= 0 ? 1 : 0);
+  int new_rank = 0;
+  char name[256];
+  CHECK_OK(gang_barrier(g, NULL));
+  if (is_victim(c, rank)) {
+    __atomic_add_fetch(&gang_test_shared_ints()[SLOT_READY], 1, __ATOMIC_SEQ_CST);
+    gang_test_sleep_ms(60000); /* killed long before this ends */
+    return 1;
+  }
+  s = block(g, rank, size, c->where);
+  CHECK(s == GANG_ERR_PEER_LOST || s == GANG_ERR_ABORTED || s == GANG_ERR_TIMEOUT,
+        "the blocked call returned %s", gang_status_name(s));
+  t0 = gang_test_now_ms();
+  if (rank == c->late) {
+    /* Frozen through the agreement: comes back after it. */
+    gang_test_sleep_ms(3000);
+    CHECK_STATUS(gang_shrink(g, 2000, &small), GANG_ERR_ABORTED);
+    CHECK(small == NULL, "an excluded rank got a gang");
+    CHECK(strstr(gang_last_error(), "excluded") != NULL,
+          "the excluded rank's error does not say so: %s", gang_last_error());
+    return 0;
+  }
+  CHECK_OK(gang_shrink(g, 0, &small));
+  {
+    const int64_t took = gang_test_now_ms() - t0;
+    volatile int64_t* slot = &gang_test_shared_ints()[SLOT_RECOVER];
+    int64_t seen = *slot;
+    while (took > seen && !__atomic_compare_exchange_n(slot, &seen, took, 0,
+                                                      __ATOMIC_SEQ_CST,
+                                                      __ATOMIC_SEQ_CST)) {
+    }
+  }
+  CHECK(small != NULL, "no gang");
+  CHECK(gang_size(small) == expect_size, "shrunk to %d ranks, want %d",
+        gang_size(small), expect_size);
+  /* Ranked in the order of the old ranks. */
+  for (int r = 0; r < rank; ++r)
+    if (!is_victim(c, r) && r != c->late) ++new_rank;
+  CHECK(gang_rank(small) == new_rank, "new rank %d, want %d", gang_rank(small), new_rank);
+  snprintf(name, sizeof name, "%s/shrink0", gang_name(g));
+  CHECK(strcmp(gang_name(small), name) == 0, "named \"%s\", want \"%s\"",
+        gang_name(small), name);
+  /* The survivors' root ranks, summed in the new gang. */
+  {
+    int64_t mine = gang_root_rank(small, gang_rank(small)), sum = 0, want = 0;
+    CHECK(mine == rank, "root rank %lld of new rank %d, want %d", (long long)mine,
+          gang_rank(small), rank);
+    CHECK_OK(gang_all_reduce(small, &mine, &sum, 1, GANG_INT64, GANG_SUM, NULL));
+    for (int r = 0; r < size; ++r)
+      if (!is_victim(c, r) && r != c->late) want += r;
+    CHECK(sum == want, "sum of the survivors' ranks %lld, want %lld", (long long)sum,
+          (long long)want);
+  }
+  CHECK_OK(gang_barrier(small, NULL));
+  CHECK_OK(gang_destroy(small));
+  return 0;
+}
+
+static void run(int size, shrink_case_t c) {
+  gang_test_opts_t o;
+  gang_test_opts_init(&o);
+  o.size = size;
+  o.fn = rank_shrink;
+  o.arg = &c;
+  o.gang_timeout_ms = TIMEOUT_MS;
+  o.wall_timeout_s = WALL_S;
+  o.parent_fn = parent_kill;
+  o.killed_rank = c.victims[0];
+  assert_int_equal(gang_test_run(&o), 0);
+  fprintf(stderr, "shrink: %d ranks, %d lost%s: the slowest survivor had its new gang "
+          "%lld ms after its call failed\n", size, c.nvictims,
+          c.late >= 0 ? ", one late and excluded" : "",
+          (long long)gang_test_shared_ints()[SLOT_RECOVER]);
+}
+
+static void test_lost_in_all_reduce_n4(void** s) {
+  (void)s;
+  run(4, (shrink_case_t){{2, -1}, 1, IN_ALL_REDUCE, -1});
+}
+static void test_lost_in_barrier_n3(void** s) {
+  (void)s;
+  run(3, (shrink_case_t){{0, -1}, 1, IN_BARRIER, -1});
+}
+static void test_lost_in_p2p_n3(void** s) {
+  (void)s;
+  run(3, (shrink_case_t){{2, -1}, 1, IN_P2P, -1});
+}
+static void test_late_rank_excluded_n4(void** s) {
+  (void)s;
+  run(4, (shrink_case_t){{3, -1}, 1, IN_ALL_REDUCE, 1});
+}
+
+int main(int argc, char** argv) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_lost_in_all_reduce_n4),
+      cmocka_unit_test(test_lost_in_barrier_n3),
+      cmocka_unit_test(test_lost_in_p2p_n3),
+      cmocka_unit_test(test_late_rank_excluded_n4),
+  };
+  if (argc > 1) cmocka_set_test_filter(argv[1]);
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
