@@ -286,6 +286,26 @@ func (g *Gang) Split(color, key int) (*Gang, error) {
 	return newGang(handle, nil), nil
 }
 
+// Shrink makes a gang of the survivors of g after a rank was lost (g may
+// have failed): collective over the ranks still alive, which agree on one
+// membership through g's store. The new gang ranks them in the order of
+// their old ranks and is named "<name>/shrink<n>"; g stays failed. A rank
+// that calls only after the others agreed gets an error saying it was
+// excluded. timeout <= 0 means g's timeout.
+func (g *Gang) Shrink(timeout time.Duration) (*Gang, error) {
+	h, err := g.handle()
+	if err != nil {
+		return nil, err
+	}
+	var handle uintptr
+	err = call(func() int { return capi.Gang_shrink(h, timeout.Milliseconds(), &handle) })
+	runtime.KeepAlive(g)
+	if err != nil || handle == 0 {
+		return nil, err
+	}
+	return newGang(handle, nil), nil
+}
+
 // Subgang creates a gang of the listed ranks of g, whose rank i is
 // ranks[i]. Collective over g: every rank passes the same list. Ranks not
 // listed get a nil *Gang.

@@ -461,6 +461,16 @@ class Gang:
         gang; every rank passes the same list). None on non-members."""
         return self._child(capi.gang_create_subgang(self._h, list(ranks)))
 
+    def shrink(self, timeout=None):
+        """The gang of the survivors after a rank was lost (this gang may
+        have failed): collective over the ranks still alive, which agree on
+        one membership through the gang's store. Ranked in the order of the
+        old ranks, named "<name>/shrink<n>"; this gang stays failed (close
+        it). A rank that calls only after the others agreed raises
+        GangAbortedError saying it was excluded. timeout: seconds (None:
+        the gang's timeout)."""
+        return self._child(capi.gang_shrink(self._h, _milliseconds(timeout)))
+
     def split(self, color, key=None):
         """Ranks with the same color form a gang, ordered by key (default:
         this rank). Collective; color None joins no gang and gives None."""
