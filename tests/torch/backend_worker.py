@@ -697,6 +697,55 @@ def case_interrupt():
     os._exit(0)
 
 
+# ---- case: a lost rank, then training on with the survivors ---------------------
+
+def case_shrink():
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    dist.init_process_group("gang", timeout=datetime.timedelta(seconds=20))
+    victim = SIZE - 1
+    ddp = DDP(_model(5))
+    opt = torch.optim.SGD(ddp.parameters(), lr=0.05)
+    step = 0
+    try:
+        for step in range(10):
+            if step == 2 and RANK == victim:
+                os.kill(os.getpid(), signal.SIGKILL)
+            if step == 2:
+                time.sleep(0.3)  # the victim is gone
+            opt.zero_grad()
+            x, y = _batch(step, RANK)
+            torch.nn.functional.mse_loss(ddp(x), y).backward()
+            opt.step()
+        fail("training went on with a rank dead")
+    except (dist.DistBackendError, RuntimeError) as e:
+        check(step == 2, f"the failure surfaced at step {step}")
+        print(f"shrink: rank {RANK}: step {step} failed: {str(e)[:120]}", flush=True)
+    start = time.monotonic()
+    pg = gang.torch.shrink()
+    took = time.monotonic() - start
+    check(pg.size() == SIZE - 1 and pg.rank() == RANK, f"group {pg.rank()}/{pg.size()}")
+    check(dist.get_world_size(pg) == SIZE - 1, "get_world_size of the survivors' group")
+    model = ddp.module
+    ddp = DDP(model, process_group=pg)
+    opt = torch.optim.SGD(ddp.parameters(), lr=0.05)
+    before = [p.detach().clone() for p in model.parameters()]
+    for step in range(3, 6):
+        opt.zero_grad()
+        x, y = _batch(step, RANK)
+        torch.nn.functional.mse_loss(ddp(x), y).backward()
+        opt.step()
+    mine = torch.cat([p.detach().reshape(-1) for p in model.parameters()])
+    everyone = [None] * (SIZE - 1)
+    dist.all_gather_object(everyone, mine, group=pg)
+    for r, theirs in enumerate(everyone):
+        same(theirs, mine, f"survivor {r}'s parameters after shrinking")
+    check(any(not torch.equal(a, b) for a, b in zip(before, model.parameters())),
+          "training on the survivors' group changed nothing")
+    print(f"shrink: rank {RANK}: the survivors' group after {took:.2f} s; trained on", flush=True)
+    os._exit(0)
+
+
 CASES = {name[len("case_"):]: fn for name, fn in globals().items() if name.startswith("case_")}
 
 if __name__ == "__main__":

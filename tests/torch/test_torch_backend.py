@@ -23,6 +23,7 @@ Cases (default: all), each on the rank counts listed:
   mismatch  ranks calling different collectives: gang's mismatch error (2)
   interrupt Ctrl-C in a blocking collective: KeyboardInterrupt at once (2)
   torchrun  the ops case under torchrun (its agent's store, its env) (2)
+  shrink    DDP loses a rank; gang.torch.shrink() and DDP goes on (4)
 """
 import os
 import socket
@@ -49,6 +50,7 @@ CASES = [
     ("mismatch", (2,), {"GANG_DEBUG": "detail"}),
     ("interrupt", (2,), {}),
     ("torchrun", (2,), {}),
+    ("shrink", (4,), {}),
 ]
 
 
@@ -183,7 +185,7 @@ def main():
             else:
                 codes, out, took = launch(python, build, case, size, extra)
             # The failure case's last rank is killed (SIGKILL) on purpose.
-            ok = all(c == 0 or (case == "failure" and r == size - 1 and c == -9)
+            ok = all(c == 0 or (case in ("failure", "shrink") and r == size - 1 and c == -9)
                      for r, c in enumerate(codes))
             skipped = all(c == SKIP for c in codes)
             status = "ok" if ok else "skipped" if skipped else f"FAILED {codes}"

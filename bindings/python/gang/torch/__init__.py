@@ -43,11 +43,11 @@ if _version(torch.__version__) < MIN_TORCH:
         f"Python Backend subclass from then on); this is torch {torch.__version__}. "
         f"gang's own API (import gang) works with any torch")
 from ._backend import GangBackend
-from ._groups import as_process_group, from_process_group, gang_of
+from ._groups import as_process_group, from_process_group, gang_of, shrink
 from ._work import GangWork
 
 __all__ = ["GangBackend", "GangWork", "as_process_group", "from_process_group", "gang_of",
-           "register"]
+           "register", "shrink"]
 
 NAME = "gang"
 

@@ -22,7 +22,7 @@ from ._backend import GangBackend
 from ._errors import torch_error
 from ._store import StoreAdapter
 
-__all__ = ["gang_of", "from_process_group", "as_process_group"]
+__all__ = ["gang_of", "from_process_group", "as_process_group", "shrink"]
 
 _names = itertools.count()
 
@@ -114,3 +114,22 @@ def as_process_group(gang: Gang):
                                        rank_mapping={g: r for r, g in enumerate(ranks)})
     gang._process_group = pg
     return pg
+
+
+def shrink(group=None, timeout=None):
+    """After a rank of a "gang" process group was lost (its operations
+    raised DistBackendError): the process group of the survivors, made by
+    gang's shrink (collective over the survivors; see gang.Gang.shrink).
+    Ranked in the order of their old ranks; registered with
+    torch.distributed like as_process_group's groups, so DDP, FSDP and
+    collectives take it. The old group stays failed: leave it, or destroy
+    it with torch.distributed.destroy_process_group(group)."""
+    pg = group if group is not None else c10d._get_default_group()
+    backend = _gang_backend(pg)
+    if backend is None:
+        raise ValueError("shrink: the process group does not run on the gang backend")
+    try:
+        survivors = backend.gang.shrink(timeout)
+    except BaseException as exc:
+        raise torch_error(exc) from None
+    return as_process_group(survivors)

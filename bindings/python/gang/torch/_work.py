@@ -50,6 +50,22 @@ _DONE = threading.Event()
 _DONE.set()
 
 
+class _Failed:
+    """The value of a failed work's inner future: its error."""
+
+    __slots__ = ("error",)
+
+    def __init__(self, error):
+        self.error = error
+
+
+def _unwrap(base):
+    value = base.value()
+    if isinstance(value, _Failed):
+        raise value.error
+    return value
+
+
 class GangWork(dist._Work):
     """One operation of the gang backend: c10d's Work (wait, is_completed,
     is_success, exception, result, get_future)."""
@@ -82,27 +98,31 @@ class GangWork(dist._Work):
             self._done.set()
             future = self._future
         if future is not None:
-            self._settle(future)
+            self._settle(future[0])
 
-    def _settle(self, future) -> None:
-        if self._error is not None:
-            future.set_exception(self._error)
-        else:
-            future.set_result(self._result)
+    def _settle(self, base) -> None:
+        base.set_result(_Failed(self._error) if self._error is not None else self._result)
 
     def get_future(self):
         """A torch.futures.Future completed with the output tensors (DDP's
-        comm hooks chain on it)."""
+        comm hooks chain on it), or with the operation's error.
+
+        The error must reach C++ callers (DDP's reducer waits on the future
+        in C++) as an error, which Future.set_exception does not do (it
+        stores the exception as the value). So the future handed out is a
+        then() of the one completed here, whose callback raises the error:
+        a raising callback fails the future for C++ and Python alike."""
         with self._lock:
             if self._future is None:
-                self._future = (torch.futures.Future(devices=self._devices)
-                                if self._devices else torch.futures.Future())
+                base = (torch.futures.Future(devices=self._devices)
+                        if self._devices else torch.futures.Future())
+                self._future = (base, base.then(_unwrap))
                 if not self._done.is_set():
-                    return self._future
+                    return self._future[1]
             else:
-                return self._future
-        self._settle(self._future)
-        return self._future
+                return self._future[1]
+        self._settle(self._future[0])
+        return self._future[1]
 
     def wait(self, timeout=None) -> bool:
         """Waits until the operation completed; raises its error
