@@ -170,6 +170,10 @@ static void test_lost_in_p2p_n3(void** s) {
   (void)s;
   run(3, (shrink_case_t){{2, -1}, 1, IN_P2P, -1});
 }
+static void test_lost_in_all_reduce_n8(void** s) {
+  (void)s;
+  run(8, (shrink_case_t){{5, -1}, 1, IN_ALL_REDUCE, -1});
+}
 static void test_late_rank_excluded_n4(void** s) {
   (void)s;
   run(4, (shrink_case_t){{3, -1}, 1, IN_ALL_REDUCE, 1});
@@ -178,6 +182,7 @@ static void test_late_rank_excluded_n4(void** s) {
 int main(int argc, char** argv) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_lost_in_all_reduce_n4),
+      cmocka_unit_test(test_lost_in_all_reduce_n8),
       cmocka_unit_test(test_lost_in_barrier_n3),
       cmocka_unit_test(test_lost_in_p2p_n3),
       cmocka_unit_test(test_late_rank_excluded_n4),
