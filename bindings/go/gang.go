@@ -131,6 +131,27 @@ func New(opts Options) (*Gang, error) {
 	return newGang(handle, nil), nil
 }
 
+// Join asks to join the running gang opts.Name (default "root") as a new
+// process (a replacement), through the job's store (opts.InitMethod, or the
+// launch environment as New reads it), and blocks until its members admit
+// it with Grow, or until opts.Timeout (then the request is withdrawn).
+// opts.Rank and opts.Size are ignored: the members assign them.
+func Join(opts Options) (*Gang, error) {
+	deviceType, deviceIndex, err := parseDevice(opts.Device)
+	if err != nil {
+		return nil, err
+	}
+	var handle uintptr
+	err = call(func() int {
+		return capi.Gang_bind_join(opts.Backend, deviceType, deviceIndex, opts.InitMethod,
+			opts.Timeout.Milliseconds(), opts.Name, &handle)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return newGang(handle, nil), nil
+}
+
 // Fake returns a gang in which this process stands in for rank `rank` of
 // `size` ranks that all hold its data, without traffic: AllReduce with Sum
 // gives x*size, Avg/Min/Max give x, gathers repeat the input, Broadcast and
@@ -299,6 +320,24 @@ func (g *Gang) Shrink(timeout time.Duration) (*Gang, error) {
 	}
 	var handle uintptr
 	err = call(func() int { return capi.Gang_shrink(h, timeout.Milliseconds(), &handle) })
+	runtime.KeepAlive(g)
+	if err != nil || handle == 0 {
+		return nil, err
+	}
+	return newGang(handle, nil), nil
+}
+
+// Grow admits the processes waiting in Join for this gang: a new gang of
+// the members (first, in order) and the joiners, or nil when none waits.
+// Collective over the members, at a point the program chooses; g stays
+// usable. timeout <= 0 means g's timeout.
+func (g *Gang) Grow(timeout time.Duration) (*Gang, error) {
+	h, err := g.handle()
+	if err != nil {
+		return nil, err
+	}
+	var handle uintptr
+	err = call(func() int { return capi.Gang_grow(h, timeout.Milliseconds(), &handle) })
 	runtime.KeepAlive(g)
 	if err != nil || handle == 0 {
 		return nil, err

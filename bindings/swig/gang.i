@@ -144,6 +144,22 @@ static gang_status_t gang_bind_create(const char* backend, int device_type,
   return gang_create(&options, out);
 }
 
+/* gang_join with the options as arguments, as gang_bind_create. */
+static gang_status_t gang_bind_join(const char* backend, int device_type,
+                                    int device_index, const char* init_method,
+                                    int64_t timeout_ms, const char* name,
+                                    gang_t** out) {
+  gang_options_t options;
+  gang_options_init(&options);
+  options.backend = gang_bind_str_(backend);
+  options.device_type = device_type;
+  options.device_index = device_index;
+  options.init_method = gang_bind_str_(init_method);
+  options.timeout_ms = timeout_ms;
+  options.name = gang_bind_str_(name);
+  return gang_join(&options, out);
+}
+
 /* Fills a gang_parallel_config_t; degrees <= 0 and an empty order keep
  * the defaults. */
 static void gang_bind_config_(gang_parallel_config_t* config, int tp, int cp,

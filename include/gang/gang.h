@@ -580,6 +580,27 @@ GANG_API gang_status_t gang_split(gang_t* parent, int color, int key,
 GANG_API gang_status_t gang_shrink(gang_t* gang, int64_t timeout_ms,
                                    gang_t** out);
 
+/** Admits the processes waiting in gang_join for this gang (by its root
+ *  name, the part of its name before the first '/'): collective over the
+ *  members, at a point the program chooses (a step boundary). All members
+ *  admit the same joiners: those that asked before the members' look.
+ *  *out is a new gang, "<name>/grow<n>", of the members first, in their
+ *  order, then the joiners in the order they asked; with no joiner waiting
+ *  it returns GANG_OK at once with *out = NULL. The old gang stays usable
+ *  (destroy it when the new one takes over). timeout_ms <= 0: the gang's
+ *  timeout. Added in 0.3. */
+GANG_API gang_status_t gang_grow(gang_t* gang, int64_t timeout_ms,
+                                 gang_t** out);
+
+/** A new process (a replacement) asks to join the running gang named
+ *  options->name (default "root") through the job's store (options->store,
+ *  options->init_method or the launch environment, as gang_create; never
+ *  served by the joiner), and blocks until the members admit it with
+ *  gang_grow, or until options->timeout_ms (GANG_ERR_TIMEOUT; the request
+ *  is withdrawn, so no later gang_grow counts it). options->rank and size
+ *  are ignored: the members assign them. Added in 0.3. */
+GANG_API gang_status_t gang_join(const gang_options_t* options, gang_t** out);
+
 /** Creates a gang of the listed parent ranks: collective over the parent;
  *  every rank passes the same n >= 1 distinct ranks. Members get a gang whose
  *  rank i is parent rank ranks[i]; non-members get *out = NULL. */

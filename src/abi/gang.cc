@@ -55,6 +55,29 @@ gang::core::DeviceType to_device(int32_t d, const char* api) {
 
 }  // namespace
 
+namespace gang::abi {
+
+core::GangOptions core_options(const gang_options_t* options, const char* api) {
+  const gang_options_t o = read_options(options, api);
+  if (o.reserved0 != 0) {
+    gang::fail(Status::kInvalidArgument, api, ": options.reserved0 must be 0");
+  }
+  core::GangOptions g;
+  g.backend = o.backend ? o.backend : "";
+  g.device_type = to_device(o.device_type, api);
+  g.device_index = o.device_index;
+  g.rank = o.rank;
+  g.size = o.size;
+  g.init_method = o.init_method ? o.init_method : "";
+  if (o.store) g.store = pin_store(o.store, api);
+  g.timeout_ms = o.timeout_ms;
+  g.name = o.name ? o.name : "";
+  g.debug = o.debug;
+  return g;
+}
+
+}  // namespace gang::abi
+
 extern "C" {
 
 GANG_API void gang_options_init_v(gang_options_t* options, size_t struct_size) {
@@ -70,22 +93,7 @@ GANG_API gang_status_t gang_create(const gang_options_t* options,
   static const char* const api = "gang_create";
   out_arg(out, api, "out");
   *out = nullptr;
-  const gang_options_t o = read_options(options, api);
-  if (o.reserved0 != 0) {
-    gang::fail(Status::kInvalidArgument, api, ": options.reserved0 must be 0");
-  }
-  gang::core::GangOptions g;
-  g.backend = o.backend ? o.backend : "";
-  g.device_type = to_device(o.device_type, api);
-  g.device_index = o.device_index;
-  g.rank = o.rank;
-  g.size = o.size;
-  g.init_method = o.init_method ? o.init_method : "";
-  if (o.store) g.store = gang::abi::pin_store(o.store, api);
-  g.timeout_ms = o.timeout_ms;
-  g.name = o.name ? o.name : "";
-  g.debug = o.debug;
-  *out = wrap_gang(gang::core::Gang::create(g));
+  *out = wrap_gang(gang::core::Gang::create(gang::abi::core_options(options, api)));
   return GANG_OK;
   GANG_ABI_CATCH
 }

@@ -87,6 +87,8 @@ gang_status_t issue(gang_t* g, gang::core::CollectiveArgs args,
 // Hands an object to the caller as a new handle (NULL for a null gang).
 gang_work_t* wrap_work(std::shared_ptr<gang::core::Work> work);
 gang_t* wrap_gang(std::shared_ptr<gang::core::Gang> impl);
+// gang_options_t (checked, size-versioned) as the core takes it; abi/gang.cc.
+core::GangOptions core_options(const gang_options_t* options, const char* api);
 
 // Copies a caller's struct by its struct_size: at least first_size bytes,
 // and any bytes beyond the library's own size must be zero.

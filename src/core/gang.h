@@ -113,6 +113,11 @@ class Gang : public std::enable_shared_from_this<Gang> {
   // gang_shrink (membership.cc): collective over the survivors of this
   // (failed) gang; the new gang of the survivors, in rank order.
   std::shared_ptr<Gang> shrink(Millis timeout);
+  // gang_grow: collective over the members; the gang of the members and
+  // the joiners admitted now, or null when none waits. gang_join: a new
+  // process's place in the gang named options.name, once admitted.
+  std::shared_ptr<Gang> grow(Millis timeout);
+  static std::shared_ptr<Gang> join(const GangOptions& options);
   // Collective over this gang: the gang of every axis of `layout`, indexed
   // by topology::Axis. Axes with the same ranks share one gang; an axis
   // spanning this gang is this gang.
@@ -258,6 +263,7 @@ class Gang : public std::enable_shared_from_this<Gang> {
   std::string secret_;        // BackendConfig::secret; splits derive theirs
   uint64_t splits_ = 0;       // sub-gangs made so far; the same on every rank
   uint64_t shrinks_ = 0;      // gang_shrink calls so far, as splits_
+  uint64_t grows_ = 0;        // gang_grow calls so far, as splits_
 
   // Issuing.
   std::unique_ptr<Executor> executor_;

@@ -1,6 +1,7 @@
-// Membership changes: gang_shrink. The survivors of a failed (or aborted)
-// gang agree on who is left through the gang's store, not its backend
-// (which is broken), and make a new gang of themselves.
+// Membership changes: gang_shrink, gang_grow and gang_join. The survivors
+// of a failed (or aborted) gang agree on who is left through the gang's
+// store, not its backend (which is broken), and make a new gang of
+// themselves; a running gang admits new processes that asked to join.
 //
 // Agreement, in rounds under <store prefix>shrink<n>/<round>/:
 //  - Each survivor counts itself in: add(here/<rank>, 1), then
@@ -21,14 +22,17 @@
 // without itself: it is excluded, and its gang_shrink says so rather than
 // entering the new gang, which meets under a prefix only members use.
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "core/control_channel.h"
 #include "core/env.h"
 #include "core/gang.h"
 #include "core/log.h"
+#include "core/rendezvous.h"
 #include "store/store.h"
 
 namespace gang::core {
@@ -176,6 +180,120 @@ std::shared_ptr<Gang> Gang::shrink(Millis timeout) {
            std::chrono::duration_cast<Millis>(Clock::now() - start).count(),
            " ms");
   return child;
+}
+
+// Joining, under gang/<root name>/join/ in the job's store (the root name is
+// the gang's name up to its first '/', so joiners find a gang however often
+// it shrank or grew):
+//  - A joiner takes a ticket t = add(count, 1) and waits for ticket/<t>.
+//  - gang_grow: every member reads count; all take the largest seen. Rank 0
+//    claims each ticket after the last decided one (add(claim/<t>, 1) == 1),
+//    writes ticket/<t> = "<rank> <size> <name>" for each it won, moves
+//    decided on, and broadcasts how many it admitted. Everyone then creates
+//    the new gang "<name>/grow<n>": members first, in their order, then the
+//    joiners in ticket order.
+//  - A joiner that times out claims its own ticket: winning, it withdrew
+//    (no grow will count it); losing, rank 0 admitted it first, and it reads
+//    its ticket after all.
+namespace {
+
+std::string join_prefix(const std::string& name) {
+  return str_cat("gang/", name.substr(0, name.find('/')), "/join/");
+}
+
+}  // namespace
+
+std::shared_ptr<Gang> Gang::grow(Millis timeout) {
+  static const char* const api = "gang_grow";
+  refuse_in_group(api);
+  if (failed_.load() != 0) throw_failed(api);
+  if (!store_) {
+    fail(Status::kUnsupported, api, ": gang \"", name_,
+         "\" was made without a store (a fake gang or one rank)");
+  }
+  if (timeout <= Millis(0)) timeout = this->timeout();
+  store::Store& s = *store_;
+  const std::string jp = join_prefix(name_);
+  const int64_t seen = s.add(jp + "count", 0);
+  std::vector<int64_t> all(static_cast<size_t>(size_));
+  int64_t admitted = 0;
+  const uint64_t id = grows_++;
+  const std::string new_name = str_cat(name_, "/grow", id);
+  control(api, [&](Clock::time_point deadline) {
+    control_->all_gather(&seen, all.data(), 1, DType::kInt64, deadline);
+    const int64_t upto = *std::max_element(all.begin(), all.end());
+    if (rank_ == 0) {
+      const int64_t decided = s.add(jp + "decided", 0);
+      std::vector<int64_t> won;
+      for (int64_t t = decided + 1; t <= upto; ++t) {
+        if (s.add(str_cat(jp, "claim/", t), 1) == 1) won.push_back(t);
+      }
+      admitted = static_cast<int64_t>(won.size());
+      for (size_t i = 0; i < won.size(); ++i) {
+        s.set(str_cat(jp, "ticket/", won[i]),
+              as_bytes(str_cat(size_ + static_cast<int>(i), " ",
+                               size_ + static_cast<int>(admitted), " ", new_name)));
+      }
+      if (upto > decided) s.add(jp + "decided", upto - decided);
+    }
+    control_->broadcast(&admitted, 1, DType::kInt64, 0, deadline);
+  });
+  if (admitted == 0) return nullptr;
+  GangOptions o;
+  o.device_type = device_type_;
+  o.device_index = device_index_;
+  o.rank = rank_;
+  o.size = size_ + static_cast<int>(admitted);
+  o.store = store_;
+  o.timeout_ms = timeout.count();
+  o.name = new_name;
+  o.debug = debug_ ? 1 : -1;
+  auto grown = create(o);
+  grown->stream_.store(stream_.load());
+  grown->stream_completion_.store(stream_completion_.load());
+  GANG_LOG(kInfo, "gang \"", name_, "\" grew to \"", new_name, "\": ", size_,
+           " members and ", admitted, " joiner(s)");
+  return grown;
+}
+
+std::shared_ptr<Gang> Gang::join(const GangOptions& options) {
+  static const char* const api = "gang_join";
+  const std::string name = options.name.empty() ? "root" : options.name;
+  const Millis timeout =
+      options.timeout_ms > 0 ? Millis(options.timeout_ms) : env::timeout();
+  std::shared_ptr<store::Store> store = options.store;
+  // A client of the job's store, never its server (rank 1 of 2 says so).
+  if (!store) store = open_rendezvous(options.init_method, 1, 2, timeout, nullptr);
+  store::Store& s = *store;
+  const std::string jp = join_prefix(name);
+  const int64_t ticket = s.add(jp + "count", 1);
+  const std::string key = str_cat(jp, "ticket/", ticket);
+  std::string text = read_members(s, key, timeout);
+  if (text.empty()) {
+    if (s.add(str_cat(jp, "claim/", ticket), 1) == 1) {
+      fail(Status::kTimeout, api, ": no member of gang \"", name,
+           "\" admitted this process (ticket ", ticket, ") within ",
+           timeout.count(), " ms: the members call gang_grow to admit joiners");
+    }
+    text = read_members(s, key, timeout);  // admitted just now
+    if (text.empty()) {
+      fail(Status::kTimeout, api, ": admitted to gang \"", name,
+           "\" (ticket ", ticket, ") but its details never came");
+    }
+  }
+  GangOptions o = options;
+  char new_name[512] = {0};
+  int rank = -1, size = -1;
+  if (std::sscanf(text.c_str(), "%d %d %511s", &rank, &size, new_name) != 3) {
+    fail(Status::kStore, api, ": ticket ", ticket, " of gang \"", name,
+         "\" reads \"", text, "\"");
+  }
+  o.rank = rank;
+  o.size = size;
+  o.name = new_name;
+  o.store = store;
+  o.timeout_ms = timeout.count();
+  return create(o);
 }
 
 }  // namespace gang::core

@@ -26,7 +26,7 @@ function per C call).
 
 from . import capi
 from ._buffers import DType
-from ._gang import FakeGang, Gang, ReduceOperation, Work, create, detect_env
+from ._gang import FakeGang, Gang, ReduceOperation, Work, create, detect_env, join
 from .errors import (
     GangTypeError,
     GangAbortedError,
@@ -92,6 +92,7 @@ __all__ = [
     "create_fsdp_gangs",
     "create_parallel_gangs",
     "detect_env",
+    "join",
     "get_current_gangs",
     "get_default_device",
     "get_default_gangs",

@@ -15,7 +15,7 @@ from ._buffers import (DType, _np, as_dtype, is_tensor, meta_tensor_error, new_l
                        rows_shape, shape_of, view)
 from .errors import GangInvalidArgumentError, GangTypeError, GangUnavailableError
 
-__all__ = ["Gang", "FakeGang", "ReduceOperation", "Work", "create", "detect_env"]
+__all__ = ["Gang", "FakeGang", "ReduceOperation", "Work", "create", "detect_env", "join"]
 
 
 # Ctrl-C ends a blocking collective of the main thread at once (see capi's
@@ -470,6 +470,13 @@ class Gang:
         GangAbortedError saying it was excluded. timeout: seconds (None:
         the gang's timeout)."""
         return self._child(capi.gang_shrink(self._h, _milliseconds(timeout)))
+
+    def grow(self, timeout=None):
+        """Admits the processes waiting in gang.join() for this gang: a new
+        gang of the members (first, in order) and the joiners, or None when
+        none waits. Collective over the members, at a point the program
+        chooses (a step boundary); this gang stays usable."""
+        return self._child(capi.gang_grow(self._h, _milliseconds(timeout)))
 
     def split(self, color, key=None):
         """Ranks with the same color form a gang, ordered by key (default:
@@ -1061,6 +1068,19 @@ def create(backend="auto", device="cpu", rank=None, size=None, init_method=None,
         1 if debug else 0,
     )
     return Gang(handle)
+
+
+def join(name="root", *, init_method=None, timeout=None, device="cpu", backend="auto") -> Gang:
+    """Asks to join the running gang `name` (a replacement process) through
+    the job's store (init_method, or the launch environment as create()
+    reads it) and blocks until its members admit it with Gang.grow(); the
+    new gang is returned, this process ranked after the members. Raises
+    GangTimeoutError when nobody admitted it within `timeout` (the request
+    is then withdrawn)."""
+    device_type, device_index = _parse_device(device)
+    return Gang(capi.gang_bind_join(None if backend in (None, "auto") else backend,
+                                    device_type, device_index, init_method,
+                                    _milliseconds(timeout), name))
 
 
 def detect_env() -> dict:

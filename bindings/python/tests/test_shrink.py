@@ -50,3 +50,54 @@ def test_shrink_after_a_lost_rank():
     for r in results[:3]:
         assert r.returncode == 0, r.output
         print(f"rank {r.rank}: new gang {r.value * 1000:.0f} ms after the shrink began")
+
+
+def _shrink_then_grow():
+    """Ranks 0-3 train; rank 3 dies; 0-2 shrink and go on; rank 4 (a
+    replacement) joins; the gang is 4 again, with identical parameters."""
+    me = int(os.environ["GANG_RANK"])
+    url = os.environ["GANG_INIT_METHOD"]
+    if me == 4:
+        time.sleep(1.5)  # the replacement starts after the loss
+        g = gang.join(init_method=url, timeout=TIMEOUT)
+        assert (g.rank, g.size) == (3, 4), (g.rank, g.size)
+        w = g.broadcast(np.zeros(8), 0)  # the parameters, from rank 0
+    else:
+        g = gang.create(rank=me, size=4, init_method=url, timeout=TIMEOUT)
+        w = np.zeros(8)
+        g.all_reduce(np.ones(4))
+        if me == 3:
+            time.sleep(0.3)
+            os.kill(os.getpid(), signal.SIGKILL)
+        with pytest.raises(gang.GangError):
+            g.all_reduce(np.ones(1 << 16))
+        small = g.shrink()
+        g.close()
+        w += small.all_reduce(np.full(8, float(small.rank))) / small.size
+        start = time.monotonic()
+        grown = None
+        while grown is None:
+            assert time.monotonic() - start < TIMEOUT, "the replacement never joined"
+            small.barrier()  # a training step
+            grown = small.grow()
+            time.sleep(0.05)
+        small.close()
+        g = grown
+        g.broadcast(w, 0)
+    # One more averaged step on 4 ranks; everyone ends with the same w.
+    grad = np.full(8, float(g.rank + 1))
+    g.all_reduce(grad, gang.ReduceOperation.MEAN)
+    w -= 0.1 * grad
+    everyone = g.all_gather_object(w.tolist())
+    assert all(v == everyone[0] for v in everyone), everyone
+    size = g.size
+    g.close()
+    return size
+
+
+def test_shrink_then_grow_back():
+    results = run_ranks(5, _shrink_then_grow, check=False)
+    assert results[3].returncode == -signal.SIGKILL
+    for r in results[:3] + results[4:]:
+        assert r.returncode == 0, r.output
+        assert r.value == 4
