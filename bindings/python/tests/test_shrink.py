@@ -59,7 +59,7 @@ def _shrink_then_grow():
     url = os.environ["GANG_INIT_METHOD"]
     if me == 4:
         time.sleep(1.5)  # the replacement starts after the loss
-        g = gang.join(init_method=url, timeout=TIMEOUT)
+        g = gang.join(init_method=url, timeout=4 * TIMEOUT)
         assert (g.rank, g.size) == (3, 4), (g.rank, g.size)
         w = g.broadcast(np.zeros(8), 0)  # the parameters, from rank 0
     else:
@@ -77,7 +77,7 @@ def _shrink_then_grow():
         start = time.monotonic()
         grown = None
         while grown is None:
-            assert time.monotonic() - start < TIMEOUT, "the replacement never joined"
+            assert time.monotonic() - start < 4 * TIMEOUT, "the replacement never joined"
             small.barrier()  # a training step
             grown = small.grow()
             time.sleep(0.05)
