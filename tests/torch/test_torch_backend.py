@@ -72,6 +72,22 @@ def free_port():
     raise SystemExit("no free ports")
 
 
+def base_env(build, tmp):
+    """A rank's environment without any launcher's variables: the package
+    under test and the fairseq2 stand-in of its tests on the path."""
+    env = dict(os.environ)
+    for k in ("GANG_INIT_METHOD", "GANG_RANK", "GANG_SIZE", "RANK", "WORLD_SIZE",
+              "MASTER_ADDR", "MASTER_PORT", "LOCAL_RANK", "LOCAL_WORLD_SIZE"):
+        env.pop(k, None)
+    env.update({
+        "GANG_TEST_TMP": tmp, "GLOO_SOCKET_IFNAME": "lo", "PYTHONDONTWRITEBYTECODE": "1",
+        "GANG_TIMEOUT_MS": "60000", "OMP_NUM_THREADS": "1",
+        "PYTHONPATH": os.pathsep.join([os.path.join(build, "bindings", "python"),
+                                       FAIRSEQ2_SHIM, env.get("PYTHONPATH", "")]),
+    })
+    return env
+
+
 def launch(python, build, case, size, extra_env, timeout=300):
     """Runs `size` ranks of the case; (exit codes, output, seconds)."""
     port = free_port()
@@ -79,19 +95,11 @@ def launch(python, build, case, size, extra_env, timeout=300):
     procs = []
     start = time.time()
     for rank in range(size):
-        env = dict(os.environ)
-        for k in ("GANG_INIT_METHOD", "GANG_RANK", "GANG_SIZE", "LOCAL_RANK"):
-            env.pop(k, None)
+        env = base_env(build, tmp)
         env.update({
             "RANK": str(rank), "WORLD_SIZE": str(size), "LOCAL_RANK": str(rank),
             "LOCAL_WORLD_SIZE": str(size), "MASTER_ADDR": "127.0.0.1",
-            "MASTER_PORT": str(port), "GANG_TEST_TMP": tmp,
-            "GLOO_SOCKET_IFNAME": "lo", "PYTHONDONTWRITEBYTECODE": "1",
-            "GANG_TIMEOUT_MS": "60000", "OMP_NUM_THREADS": "1",
-            # the package under test, and the fairseq2 stand-in of its tests
-            "PYTHONPATH": os.path.join(build, "bindings", "python") + os.pathsep
-            + FAIRSEQ2_SHIM + os.pathsep
-            + env.get("PYTHONPATH", ""),
+            "MASTER_PORT": str(port),
         })
         env.update(extra_env)
         out = open(os.path.join(tmp, f"rank{rank}.log"), "w+")
@@ -122,15 +130,7 @@ def launch(python, build, case, size, extra_env, timeout=300):
 def torchrun(python, build, size, timeout=300):
     """The ops case under torchrun: RANK, WORLD_SIZE and the rest come from
     its agent, the default group meets through the agent's TCPStore."""
-    env = dict(os.environ)
-    for k in ("GANG_INIT_METHOD", "GANG_RANK", "GANG_SIZE", "RANK", "WORLD_SIZE",
-              "MASTER_ADDR", "MASTER_PORT", "LOCAL_RANK"):
-        env.pop(k, None)
-    env.update({"GLOO_SOCKET_IFNAME": "lo", "PYTHONDONTWRITEBYTECODE": "1",
-                "GANG_TIMEOUT_MS": "60000", "OMP_NUM_THREADS": "1",
-                "GANG_TEST_TMP": tempfile.mkdtemp(prefix="gang-torch-torchrun-"),
-                "PYTHONPATH": os.path.join(build, "bindings", "python") + os.pathsep
-                + FAIRSEQ2_SHIM + os.pathsep + env.get("PYTHONPATH", "")})
+    env = base_env(build, tempfile.mkdtemp(prefix="gang-torch-torchrun-"))
     cmd = [python, "-m", "torch.distributed.run", "--nproc_per_node", str(size),
            "--master_addr", "127.0.0.1", "--master_port", str(free_port()), WORKER, "ops"]
     start = time.time()

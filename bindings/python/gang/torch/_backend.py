@@ -274,7 +274,7 @@ class GangBackend(_C10dBackend):
             for after in plan.after:
                 after()
 
-        self._completer.submit(None, work, then)
+        self._completer.submit(work, then)
         return work
 
     # ---- buffers ------------------------------------------------------------------
@@ -293,6 +293,15 @@ class GangBackend(_C10dBackend):
         stage = torch.empty(t.numel(), dtype=t.dtype, device=t.device)
         plan.then(lambda: t.copy_(stage.view(t.shape)))
         return stage
+
+    @classmethod
+    def _flat_inout(cls, t, plan: _Plan):
+        """_flat_out for an operation in place: a staging buffer starts
+        with t's values."""
+        flat = cls._flat_out(t, plan)
+        if not t.is_contiguous():
+            flat.copy_(t.reshape(-1))
+        return flat
 
     @staticmethod
     def _movable(t):
@@ -334,9 +343,7 @@ class GangBackend(_C10dBackend):
     def _plan_reduce(self, plan: _Plan, gang: Gang, t, reduce_op, root=None):
         """Plans an all-reduce of t in place (a reduce to root when root is
         given: only root's t is written)."""
-        flat = self._flat_out(t, plan)
-        if flat.data_ptr() != t.data_ptr() or not t.is_contiguous():
-            flat.copy_(t.reshape(-1))
+        flat = self._flat_inout(t, plan)
         buf, op, bitwise = self._reduction(flat, reduce_op, "tensor")
         if bitwise is not None:
             gathered = torch.empty((self.size(), buf.numel()), dtype=buf.dtype, device=buf.device)
@@ -463,10 +470,7 @@ class GangBackend(_C10dBackend):
         plan = _Plan()
         for t in tensors:
             gang = self._gang_for(t)
-            flat = self._flat_out(t, plan)
-            if flat.data_ptr() != t.data_ptr() or not t.is_contiguous():
-                flat.copy_(t.reshape(-1))
-            buf = self._movable(flat)
+            buf = self._movable(self._flat_inout(t, plan))
             plan.step(lambda a, buf=buf, gang=gang: gang.broadcast(buf, opts.rootRank,
                                                                    async_op=a))
         return self._run(plan, tensors, opts, self._any_cuda(tensors))

@@ -187,9 +187,9 @@ class Completer:
         self._closed = False
         self._lock = threading.Lock()
 
-    def submit(self, gang_work, work: GangWork, then=None) -> None:
-        """Completes `work` once gang's `gang_work` (a gang.Work, or None
-        for one already done) has, after running `then()` if given."""
+    def submit(self, work: GangWork, then) -> None:
+        """Completes `work` once `then()` (which waits for gang's works and
+        runs what follows them) has returned, or with its error."""
         if not self._started:
             with self._lock:
                 if self._closed:
@@ -198,7 +198,7 @@ class Completer:
                     self._thread.start()
                     self._started = True
                     _running.add(self)
-        self._queue.put((gang_work, work, then))
+        self._queue.put((work, then))
 
     def close(self, timeout: float = 10.0) -> None:
         """Completes what was submitted (each within the gang's timeout),
@@ -218,13 +218,10 @@ class Completer:
             item = self._queue.get()
             if item is None:
                 return
-            gang_work, work, then = item
+            work, then = item
             error = None
             try:
-                if gang_work is not None:
-                    gang_work.wait()
-                if then is not None:
-                    then()
+                then()
             except BaseException as exc:  # noqa: B902 - handed to the waiter
                 error = torch_error(exc)
             work._finish(error)
