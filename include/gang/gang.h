@@ -575,8 +575,15 @@ GANG_API gang_status_t gang_split(gang_t* parent, int color, int key,
  *  gang's ranks. timeout_ms <= 0 means the gang's timeout. The old gang
  *  stays failed: destroy it when convenient. A rank that calls after the
  *  agreement (it was frozen, or late) is excluded: GANG_ERR_ABORTED saying
- *  so, and it never enters the new gang. GANG_ERR_UNSUPPORTED for a gang
- *  without a store (fake). Added in 0.3. */
+ *  so, and it never enters the new gang, which meets under a name and
+ *  store prefix only the agreed ranks use, on connections of its own. The
+ *  survivors post the agreement on the old gang's store, so every later
+ *  call of an excluded rank on the old gang fails too, saying it was
+ *  excluded and by which survivors. A survivor that dies after the
+ *  agreement, before the new gang met (within GANG_SHRINK_FORM_MS, default
+ *  3000 ms), makes the others agree again without it (the name's <n> then
+ *  counts the attempts). GANG_ERR_UNSUPPORTED for a gang without a store
+ *  (fake). Added in 0.3. */
 GANG_API gang_status_t gang_shrink(gang_t* gang, int64_t timeout_ms,
                                    gang_t** out);
 
@@ -623,7 +630,13 @@ GANG_API gang_status_t gang_create_subgang(gang_t* parent, const int* ranks,
  * Errors found before issue (GANG_ERR_INVALID_ARGUMENT, _UNSUPPORTED,
  * _UNAVAILABLE) leave the gang usable. Any error after issue (timeout, lost
  * peer, mismatch, abort, I/O) fails the gang: every later operation returns
- * GANG_ERR_ABORTED at once with a message quoting the first error.
+ * GANG_ERR_ABORTED at once with a message quoting the first error. A lost or
+ * late peer is named with how it was noticed ("lost the connection to rank
+ * 3", "rank 3 (pid 812) is gone", "timed out waiting for rank 3"); a rank
+ * that learnt of the loss only from another survivor (whose connection
+ * closed) adds the first failure the gang recorded in its store: "; the
+ * first rank of the gang to fail was rank 2: lost the connection to rank
+ * 3".
  *
  * Mismatches are always caught on CPU gangs: before any payload moves,
  * every rank tells each rank it will exchange data with what it called

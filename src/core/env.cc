@@ -51,6 +51,32 @@ std::chrono::milliseconds wait_warn_interval() {
   return std::chrono::milliseconds(static_cast<int64_t>(s * 1000));
 }
 
+namespace {
+
+std::chrono::milliseconds millis_or(const char* name,
+                                    std::chrono::milliseconds fallback,
+                                    long least) {
+  const char* v = raw(name);
+  if (!v || !*v) return fallback;
+  char* end = nullptr;
+  const long ms = std::strtol(v, &end, 10);
+  if (*end != '\0' || ms < least || ms > 86400000L) {
+    fail(Status::kInvalidArgument, name, " must be a whole number of "
+         "milliseconds >= ", least, ", not \"", v, "\"");
+  }
+  return std::chrono::milliseconds(ms);
+}
+
+}  // namespace
+
+std::chrono::milliseconds shrink_settle() {
+  return millis_or("GANG_SHRINK_SETTLE_MS", kDefaultShrinkSettle, 0);
+}
+
+std::chrono::milliseconds shrink_form() {
+  return millis_or("GANG_SHRINK_FORM_MS", kDefaultShrinkForm, 1);
+}
+
 std::string socket_ifname() {
   const char* v = raw("GANG_SOCKET_IFNAME");
   return v ? v : "";

@@ -22,6 +22,17 @@ std::chrono::milliseconds timeout();
 constexpr std::chrono::milliseconds kDefaultWaitWarn{30000};
 std::chrono::milliseconds wait_warn_interval();
 
+// gang_shrink's windows (membership.cc). GANG_SHRINK_SETTLE_MS: how long
+// the survivors' decider waits for one more survivor once arrivals stop
+// (default 300 ms). GANG_SHRINK_FORM_MS: how long the agreed survivors have
+// to meet as the new gang before they agree again without the missing
+// (default 3000 ms). Each a whole number of milliseconds (the settle time
+// may be 0), else kInvalidArgument naming it.
+constexpr std::chrono::milliseconds kDefaultShrinkSettle{300};
+constexpr std::chrono::milliseconds kDefaultShrinkForm{3000};
+std::chrono::milliseconds shrink_settle();
+std::chrono::milliseconds shrink_form();
+
 // GANG_SOCKET_IFNAME, or "".
 std::string socket_ifname();
 

@@ -147,7 +147,8 @@ void Gang::refuse_in_group(const char* api) {
   }
 }
 
-void Gang::throw_failed(const char* api) const {
+void Gang::throw_failed(const char* api) {
+  note_fence();
   std::lock_guard<std::mutex> lock(fail_mu_);
   fail(Status::kAborted, api, ": gang \"", name_,
        "\" failed earlier: ", failure_);
@@ -305,7 +306,8 @@ std::string Gang::report_failure(const char* api, uint64_t id, Status* status,
   }
   // A failure recorded meanwhile (an abort from another thread, an overdue
   // wait) is why the backend gave up: report that first error.
-  if (failed_.load() != 0) {
+  const bool first = failed_.load() == 0;
+  if (!first) {
     std::lock_guard<std::mutex> lock(fail_mu_);
     *status = static_cast<Status>(failed_.load());
     message =
@@ -314,6 +316,24 @@ std::string Gang::report_failure(const char* api, uint64_t id, Status* status,
   // Recorded before the gang fails, so the dump shows how this one ended.
   if (recorder_) recorder_->ended(id, *status);
   mark_failed(*status, message);
+  // What this rank saw may be second-hand: name the first failure.
+  const std::string cause = !first ? std::string()
+                            : *status == Status::kTimeout ? silent_ranks()
+                                                          : first_failure(message);
+  if (!cause.empty()) {
+    // Later calls quote the first error: the cause with it.
+    std::lock_guard<std::mutex> lock(fail_mu_);
+    if (failure_ == message) failure_ += cause;
+    message += cause;
+  }
+  // Failing because the others went on without this rank says so.
+  note_fence();
+  std::lock_guard<std::mutex> lock(fail_mu_);
+  if (excluded_) {
+    *status = static_cast<Status>(failed_.load());
+    message =
+        str_cat(api, " (operation ", id, ") on gang \"", name_, "\": ", failure_);
+  }
   return message;
 }
 
@@ -335,6 +355,8 @@ void Gang::mark_failed(Status status, const std::string& message,
   }
   if (expected == 0) {
     if (!from_peer && control_) control_->post_failure(message);
+    // Before the transport closes: a peer that sees it close finds why.
+    if (!from_peer) record_failure(message);
     GANG_LOG(kWarn, "gang \"", name_, "\" rank ", rank_, " failed: ", message);
     // Closing the transport both unblocks this rank and tells the peers.
     backend_->abort();

@@ -219,7 +219,27 @@ class Gang : public std::enable_shared_from_this<Gang> {
   // and its peers' notices, from start_watch until stop_watch.
   void start_watch();
   void stop_watch();
-  [[noreturn]] void throw_failed(const char* api) const;
+  // Naming the cause (gang_cause.cc): a failing rank records its failure in
+  // the gang's store before closing its transport; a rank reporting a
+  // failure names the first one recorded ("" when that is its own, or
+  // `mine` already says it, or there is none to read).
+  bool records_failures() const;
+  void record_failure(const std::string& message) noexcept;
+  std::string first_failure(const std::string& mine) noexcept;
+  // After a timeout: the ranks that recorded no failure of their own once
+  // the others' records stopped coming ("" when all did, or none can tell).
+  std::string silent_ranks() noexcept;
+  [[noreturn]] void throw_failed(const char* api);
+  // Fencing (membership.cc). After the survivors of a failed gang shrank,
+  // they post the new membership on the gang's store (post_fence); a rank
+  // left out learns it there on its next failed call on this gang
+  // (note_fence), and from then on every call of it fails saying it was
+  // excluded.
+  void post_fence(const std::vector<int>& members, const std::string& new_name);
+  void note_fence();
+  // The message of a rank left out of `members`, which went on as new_name.
+  std::string excluded_text(const std::vector<int>& members,
+                            const std::string& new_name) const;
   // The setup of a gang of `members` (ranks of this gang, this rank among
   // them), named <name>/<label>, meeting under <store prefix>/<store_label>/.
   // color and key are passed to the backend for a native split.
@@ -294,6 +314,7 @@ class Gang : public std::enable_shared_from_this<Gang> {
   std::atomic<int> failed_{0};
   mutable std::mutex fail_mu_;
   std::string failure_;
+  bool excluded_ = false;  // note_fence found this rank left out
   std::once_flag shutdown_once_;
 
   // This gang's number with the notice watcher (0: not watched).

@@ -28,6 +28,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/briefly.h"
 #include "core/control_channel.h"
 #include "core/env.h"
 #include "core/gang.h"
@@ -40,16 +41,6 @@ namespace {
 
 constexpr const char* kApi = "gang_shrink";
 constexpr const char* kAbandoned = "abandoned";
-
-Millis settle_time() {
-  const char* v = std::getenv("GANG_SHRINK_SETTLE_MS");
-  if (v != nullptr && *v != '\0') {
-    char* end = nullptr;
-    const long ms = std::strtol(v, &end, 10);
-    if (end != v && *end == '\0' && ms >= 0) return Millis(ms);
-  }
-  return Millis(300);
-}
 
 store::Bytes as_bytes(const std::string& s) { return store::Bytes(s.begin(), s.end()); }
 
@@ -90,7 +81,7 @@ std::vector<int> Gang::agree_survivors(uint64_t id, Millis timeout) {
          "\" was made without a store (a fake gang or one rank)");
   }
   store::Store& s = *store_;
-  const Millis settle = settle_time();
+  const Millis settle = env::shrink_settle();
   const Millis grace = settle + Millis(2000);
   const Clock::time_point deadline = deadline_after(timeout);
   for (int round = 0;; ++round) {
@@ -149,37 +140,117 @@ std::vector<int> Gang::agree_survivors(uint64_t id, Millis timeout) {
 
 std::shared_ptr<Gang> Gang::shrink(Millis timeout) {
   refuse_in_group(kApi);
-  if (timeout <= Millis(0)) timeout = this->timeout();
-  const uint64_t id = shrinks_++;
-  const Clock::time_point start = Clock::now();
-  const std::vector<int> members = agree_survivors(id, timeout);
-  if (std::find(members.begin(), members.end(), rank_) == members.end()) {
-    fail(Status::kAborted, kApi, ": rank ", rank_, " of gang \"", name_,
-         "\" was excluded: the survivors (ranks ", members_text(members),
-         ") agreed without it, and it cannot join their gang (use gang_join "
-         "to come back as a new member)");
+  note_fence();
+  {
+    std::lock_guard<std::mutex> lock(fail_mu_);
+    if (excluded_) fail(Status::kAborted, kApi, ": ", failure_);
   }
-  std::string lost;
-  for (int r = 0, i = 0; r < size_; ++r) {
-    if (i < static_cast<int>(members.size()) && members[i] == r) {
-      ++i;
-    } else {
-      lost += str_cat(lost.empty() ? "" : ",", r);
+  if (timeout <= Millis(0)) timeout = this->timeout();
+  const Clock::time_point start = Clock::now();
+  const Clock::time_point deadline = deadline_after(timeout);
+  for (;;) {
+    const uint64_t id = shrinks_++;
+    const auto left = [&] {
+      return std::max(Millis(1), std::chrono::duration_cast<Millis>(
+                                     deadline - Clock::now()));
+    };
+    const std::vector<int> members = agree_survivors(id, left());
+    const std::string label = str_cat("shrink", id);
+    const std::string new_name = str_cat(name_, "/", label);
+    if (std::find(members.begin(), members.end(), rank_) == members.end()) {
+      fail(Status::kAborted, kApi, ": ", excluded_text(members, new_name));
+    }
+    if (rank_ == members[0]) post_fence(members, new_name);
+    std::string lost;
+    for (int r = 0, i = 0; r < size_; ++r) {
+      if (i < static_cast<int>(members.size()) && members[i] == r) {
+        ++i;
+      } else {
+        lost += str_cat(lost.empty() ? "" : ",", r);
+      }
+    }
+    Setup setup = child_setup(members, label, label + "/gang", 0, rank_);
+    // A fresh backend: the failed gang's is broken and must not be asked.
+    setup.config.parent = nullptr;
+    setup.control_parent = nullptr;
+    // A member that dies between counting itself in and meeting the others
+    // would hold the new gang until the timeout: meet within a window, and
+    // agree again without it when the window passes.
+    const Clock::time_point form =
+        std::min(deadline, Clock::now() + env::shrink_form());
+    setup.config.deadline = form;
+    try {
+      auto child = make_child(std::move(setup));
+      GANG_LOG(kInfo, "gang \"", name_, "\" shrank to \"", child->name(),
+               "\": ", members.size(), " of ", size_, " ranks (lost: ",
+               lost.empty() ? "none" : lost, ") in ",
+               std::chrono::duration_cast<Millis>(Clock::now() - start).count(),
+               " ms");
+      return child;
+    } catch (const Error& e) {
+      const bool again = (e.status() == Status::kTimeout ||
+                          e.status() == Status::kPeerLost) &&
+                         Clock::now() < deadline;
+      if (!again) throw;
+      GANG_LOG(kWarn, "gang \"", name_, "\" rank ", rank_, ": ", kApi,
+               ": the survivors (ranks ", members_text(members),
+               ") did not all meet as \"", new_name, "\" (", e.what(),
+               "); agreeing again without the missing");
     }
   }
-  const std::string label = str_cat("shrink", id);
-  Setup setup = child_setup(members, label, label + "/gang", 0, rank_);
-  // A fresh backend: the failed gang's is broken and must not be asked.
-  setup.config.parent = nullptr;
-  setup.control_parent = nullptr;
-  setup.config.deadline = deadline_after(timeout);
-  auto child = make_child(std::move(setup));
-  GANG_LOG(kInfo, "gang \"", name_, "\" shrank to \"", child->name(), "\": ",
-           members.size(), " of ", size_, " ranks (lost: ",
-           lost.empty() ? "none" : lost, ") in ",
-           std::chrono::duration_cast<Millis>(Clock::now() - start).count(),
-           " ms");
-  return child;
+}
+
+// Fencing: <store prefix>fence holds "<members> <new name>" of the latest
+// shrink, and <store prefix>fenced counts its posts, so a look costs one
+// add until there is something to read.
+void Gang::post_fence(const std::vector<int>& members,
+                      const std::string& new_name) {
+  try {
+    store_->set(store_prefix_ + "fence",
+                as_bytes(members_text(members) + " " + new_name));
+    store_->add(store_prefix_ + "fenced", 1);
+  } catch (const Error& e) {
+    GANG_LOG(kWarn, "gang \"", name_, "\" rank ", rank_,
+             ": could not post the survivors for ranks left out: ", e.what());
+  }
+}
+
+void Gang::note_fence() {
+  if (!store_) return;
+  {
+    std::lock_guard<std::mutex> lock(fail_mu_);
+    if (excluded_) return;
+  }
+  // The store is asked briefly: when it is gone too, or slow, the failure
+  // stands as it is.
+  const std::string text = briefly(
+      [store = store_, prefix = store_prefix_] {
+        if (store->add(prefix + "fenced", 0) == 0) return std::string();
+        const store::Bytes b = store->get(prefix + "fence", Millis(200));
+        return std::string(b.begin(), b.end());
+      },
+      Millis(300));
+  const size_t space = text.find(' ');
+  if (space == std::string::npos) return;
+  const std::vector<int> members = parse_members(text.substr(0, space));
+  if (std::find(members.begin(), members.end(), rank_) != members.end()) return;
+  const std::string why = excluded_text(members, text.substr(space + 1));
+  // Aborts the backend if nothing had failed it yet, so calls blocked in it
+  // end now; then every call says why.
+  mark_failed(Status::kAborted, why);
+  std::lock_guard<std::mutex> lock(fail_mu_);
+  excluded_ = true;
+  failure_ = why;
+  failed_.store(static_cast<int>(Status::kAborted));
+}
+
+std::string Gang::excluded_text(const std::vector<int>& members,
+                                 const std::string& new_name) const {
+  return str_cat("rank ", rank_, " of gang \"", name_,
+                 "\" was excluded: the survivors (ranks ", members_text(members),
+                 ") went on without it as gang \"", new_name,
+                 "\", and its calls on this gang fail (use gang_join to come "
+                 "back as a new member)");
 }
 
 // Joining, under gang/<root name>/join/ in the job's store (the root name is

@@ -1,7 +1,10 @@
 #include "core/two_level.h"
 
 #include <algorithm>
+#include <cctype>
+#include <cstdlib>
 #include <cstring>
+#include <string>
 
 #include "base/copy.h"
 #include "base/secret.h"
@@ -130,18 +133,65 @@ class TwoLevel final : public Backend {
   // Runs one step of `parent` on a part, to its end. Every rank of that
   // part runs the same steps of the same operations, so a step's number
   // (the operation's times 4, plus n) is the same on all of them.
-  static void step(Backend& part, const Operation& parent, CollectiveArgs args, int n) {
+  // Step n of a two-level operation, on the host's gang (n = 0, 2) or the
+  // leaders' (n = 1). A part names ranks by its own numbering: its errors
+  // are rethrown with the gang's.
+  void step(Backend& part, const Operation& parent, CollectiveArgs args, int n) const {
     Operation op;
     op.args = std::move(args);
     op.seq = parent.seq * 4 + static_cast<uint64_t>(n);
     op.channel = parent.channel;
     op.deadline = parent.deadline;
     op.stream = parent.stream;
-    BackendWorkPtr work = part.post(op);
-    if (work && !work->wait(op.deadline)) {
-      fail(Status::kTimeout, op_api_name(parent.args.kind),
-           ": a step did not end before the deadline");
+    try {
+      BackendWorkPtr work = part.post(op);
+      if (work && !work->wait(op.deadline)) {
+        fail(Status::kTimeout, op_api_name(parent.args.kind),
+             ": a step did not end before the deadline");
+      }
+    } catch (const Error& e) {
+      std::vector<int> ranks;
+      if (n == 1) {
+        for (const auto& host : layout_.members) ranks.push_back(host[0]);
+      } else {
+        ranks = layout_.members[static_cast<size_t>(layout_.host)];
+      }
+      throw Error(e.status(), str_cat(in_gang_ranks(e.what(), ranks),
+                                      n == 1 ? " (between hosts)" : " (within this host)"));
     }
+  }
+
+  // `text` with each "rank N" and "ranks N, M" of a part's numbering
+  // turned into the gang's: part rank i is gang rank ranks[i].
+  static std::string in_gang_ranks(const std::string& text, const std::vector<int>& ranks) {
+    std::string out;
+    size_t at = 0;
+    for (;;) {
+      const size_t found = text.find("rank", at);
+      if (found == std::string::npos) break;
+      size_t p = found + 4;
+      if (p < text.size() && text[p] == 's') ++p;
+      out.append(text, at, p - at);
+      at = p;
+      // A list of numbers: " 3", " 1, 4".
+      while (at < text.size() && text[at] == ' ' && at + 1 < text.size() &&
+             std::isdigit(static_cast<unsigned char>(text[at + 1]))) {
+        size_t end = at + 1;
+        while (end < text.size() && std::isdigit(static_cast<unsigned char>(text[end]))) ++end;
+        const long r = std::strtol(text.c_str() + at + 1, nullptr, 10);
+        out += ' ';
+        out += r >= 0 && r < static_cast<long>(ranks.size())
+                   ? std::to_string(ranks[static_cast<size_t>(r)])
+                   : text.substr(at + 1, end - at - 1);
+        at = end;
+        if (at < text.size() && text[at] == ',') {
+          out += ',';
+          ++at;
+        }
+      }
+    }
+    out.append(text, at, std::string::npos);
+    return out;
   }
 
   static CollectiveArgs args_of(OpKind kind, const void* send, void* recv, size_t count,

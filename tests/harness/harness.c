@@ -89,6 +89,7 @@ void gang_test_opts_init(gang_test_opts_t* o) {
   o->gang_timeout_ms = 30000;
   o->wall_timeout_s = 60;
   o->killed_rank = -1;
+  o->killed_rank2 = -1;
 }
 
 /* The backend of tests that name none: GANG_TEST_BACKEND, else gloo (the
@@ -341,7 +342,7 @@ int gang_test_run(const gang_test_opts_t* o) {
       failed = 1;
     } else if (WIFEXITED(st) && WEXITSTATUS(st) == 0) {
       /* passed */
-    } else if (r == o->killed_rank && WIFSIGNALED(st) &&
+    } else if ((r == o->killed_rank || r == o->killed_rank2) && WIFSIGNALED(st) &&
                WTERMSIG(st) == SIGKILL) {
       /* killed on purpose */
     } else if (WIFEXITED(st)) {

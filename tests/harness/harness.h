@@ -66,6 +66,8 @@ typedef struct gang_test_opts {
   /* A rank the test kills with SIGKILL on purpose: dying of SIGKILL counts
    * as passing for it. -1 for none. */
   int killed_rank;
+  /* A second such rank, or -1. */
+  int killed_rank2;
 } gang_test_opts_t;
 
 void gang_test_opts_init(gang_test_opts_t* o);

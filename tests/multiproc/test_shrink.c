@@ -4,7 +4,10 @@
  * barrier, in a send/recv exchange; two at once; the survivors shrink,
  * check the new gang's rank, size, name and root ranks, and all-reduce in
  * it (the sum of the survivors' root ranks). A rank that calls gang_shrink
- * only after the others agreed (it was frozen) is excluded and says so.
+ * only after the others agreed (it was slow) is excluded and says so; so is
+ * a rank SIGSTOPped through the agreement and SIGCONTed after it, on every
+ * call of the old gang, while the new gang's results stay right. A rank
+ * SIGKILLed inside gang_shrink itself is left out by the others.
  * The backend is GANG_TEST_BACKEND (gloo by default; CTest runs shm too).
  */
 #define _GNU_SOURCE
@@ -12,6 +15,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,7 +31,9 @@
 
 #define SLOT_READY 1     /* ranks in their blocking call */
 #define SLOT_RECOVER 2   /* the slowest recovery seen, ms */
-#define SLOT_VICTIMS 8   /* 1 for each rank the parent kills */
+#define SLOT_IN_SHRINK 3 /* the rank killed inside gang_shrink is in it */
+#define SLOT_SHRUNK 4    /* survivors with their new gang */
+#define SLOT_WOKE 5      /* the SIGCONTed rank made its calls */
 
 enum where { IN_ALL_REDUCE, IN_BARRIER, IN_P2P };
 
@@ -36,7 +42,11 @@ typedef struct shrink_case {
   int nvictims;
   enum where where;
   int late;  /* a survivor that sleeps through the agreement: excluded */
+  int stopped;        /* SIGSTOPped until the others shrank: excluded */
+  int dies_in_shrink; /* SIGKILLed inside gang_shrink */
 } shrink_case_t;
+
+#define NONE (-1)
 
 static int is_victim(const shrink_case_t* c, int rank) {
   for (int i = 0; i < c->nvictims; ++i)
@@ -44,12 +54,83 @@ static int is_victim(const shrink_case_t* c, int rank) {
   return 0;
 }
 
+/* Not in the shrunk gang. */
+static int left_out(const shrink_case_t* c, int rank) {
+  return is_victim(c, rank) || rank == c->late || rank == c->stopped ||
+         rank == c->dies_in_shrink;
+}
+
+static int survivors(const shrink_case_t* c, int size) {
+  int n = 0;
+  for (int r = 0; r < size; ++r) n += !left_out(c, r);
+  return n;
+}
+
 static void parent_kill(const pid_t* pids, int size, void* arg) {
   const shrink_case_t* c = (const shrink_case_t*)arg;
   if (gang_test_wait_shared(SLOT_READY, size, 20000) != 0)
     fprintf(stderr, "parent: the ranks never got ready; killing anyway\n");
   gang_test_sleep_ms(300); /* the others are blocked in their call */
+  if (c->stopped != NONE) kill(pids[c->stopped], SIGSTOP);
   for (int i = 0; i < c->nvictims; ++i) gang_test_kill(pids, c->victims[i]);
+  if (c->dies_in_shrink != NONE) {
+    if (gang_test_wait_shared(SLOT_IN_SHRINK, 1, 20000) != 0)
+      fprintf(stderr, "parent: rank %d never entered gang_shrink\n", c->dies_in_shrink);
+    gang_test_sleep_ms(100); /* counted in, the round not yet decided */
+    gang_test_kill(pids, c->dies_in_shrink);
+  }
+  if (c->stopped != NONE) {
+    if (gang_test_wait_shared(SLOT_SHRUNK, survivors(c, size), 30000) != 0)
+      fprintf(stderr, "parent: the survivors never shrank\n");
+    kill(pids[c->stopped], SIGCONT);
+  }
+}
+
+/* The SIGSTOPped rank, once woken: every call on the old gang, and
+ * gang_shrink, fails saying it was excluded. */
+static int wake_excluded(gang_t* g, int size, const shrink_case_t* c) {
+  float x[4] = {0}, y[4];
+  gang_t* small = NULL;
+  __atomic_add_fetch(&gang_test_shared_ints()[SLOT_READY], 1, __ATOMIC_SEQ_CST);
+  /* Stopped by the parent in here until the others have their gang. */
+  if (gang_test_wait_shared(SLOT_SHRUNK, survivors(c, size), 60000) != 0) {
+    fprintf(stderr, "the survivors never shrank\n");
+    return 1;
+  }
+  for (int i = 0; i < 2; ++i) {
+    gang_status_t s = gang_all_reduce(g, x, y, 4, GANG_FLOAT32, GANG_SUM, NULL);
+    CHECK(s != GANG_OK, "an excluded rank's all-reduce on the old gang succeeded");
+    CHECK(strstr(gang_last_error(), "excluded") != NULL,
+          "call %d of the excluded rank does not say so: %s", i, gang_last_error());
+  }
+  CHECK(gang_barrier(g, NULL) != GANG_OK, "an excluded rank's barrier succeeded");
+  CHECK(strstr(gang_last_error(), "excluded") != NULL,
+        "the excluded rank's barrier does not say so: %s", gang_last_error());
+  CHECK_STATUS(gang_shrink(g, 2000, &small), GANG_ERR_ABORTED);
+  CHECK(small == NULL, "an excluded rank got a gang");
+  CHECK(strstr(gang_last_error(), "excluded") != NULL,
+        "the excluded rank's gang_shrink does not say so: %s", gang_last_error());
+  __atomic_add_fetch(&gang_test_shared_ints()[SLOT_WOKE], 1, __ATOMIC_SEQ_CST);
+  return 0;
+}
+
+/* Whether `text` names `rank` ("rank 3", "ranks 1, 3", "rank 3 (pid ..."). */
+static int names_rank(const char* text, int rank) {
+  const char* at = text;
+  while ((at = strstr(at, "rank")) != NULL) {
+    const char* p = at + 4;
+    if (*p == 's') ++p;
+    while (*p == ' ') {
+      char* end;
+      long r = strtol(p, &end, 10);
+      if (end == p) break;
+      if (r == rank) return 1;
+      p = end;
+      if (*p == ',') ++p;
+    }
+    at += 4;
+  }
+  return 0;
 }
 
 /* Blocks in the case's operation until the victims die; its status. */
@@ -83,10 +164,11 @@ static int rank_shrink(gang_t* g, int rank, int size, void* arg) {
   gang_t* small = NULL;
   gang_status_t s;
   int64_t t0;
-  int expect_size = size - c->nvictims - (c->late >= 0 ? 1 : 0);
+  int expect_size = survivors(c, size);
   int new_rank = 0;
   char name[256];
   CHECK_OK(gang_barrier(g, NULL));
+  if (rank == c->stopped) return wake_excluded(g, size, c);
   if (is_victim(c, rank)) {
     __atomic_add_fetch(&gang_test_shared_ints()[SLOT_READY], 1, __ATOMIC_SEQ_CST);
     gang_test_sleep_ms(60000); /* killed long before this ends */
@@ -95,6 +177,14 @@ static int rank_shrink(gang_t* g, int rank, int size, void* arg) {
   s = block(g, rank, size, c->where);
   CHECK(s == GANG_ERR_PEER_LOST || s == GANG_ERR_ABORTED || s == GANG_ERR_TIMEOUT,
         "the blocked call returned %s", gang_status_name(s));
+  /* Every survivor's error names a rank that was lost (or stopped), even
+   * when it noticed only through another survivor. */
+  {
+    int named = 0;
+    for (int i = 0; i < c->nvictims; ++i) named |= names_rank(gang_last_error(), c->victims[i]);
+    if (c->stopped != NONE) named |= names_rank(gang_last_error(), c->stopped);
+    CHECK(named, "rank %d's error names no lost rank: %s", rank, gang_last_error());
+  }
   t0 = gang_test_now_ms();
   if (rank == c->late) {
     /* Frozen through the agreement: comes back after it. */
@@ -105,7 +195,19 @@ static int rank_shrink(gang_t* g, int rank, int size, void* arg) {
           "the excluded rank's error does not say so: %s", gang_last_error());
     return 0;
   }
-  CHECK_OK(gang_shrink(g, 0, &small));
+  if (c->dies_in_shrink != NONE) {
+    /* A short window to meet in, then the survivors agree again. */
+    setenv("GANG_SHRINK_FORM_MS", "1500", 1);
+  }
+  if (rank == c->dies_in_shrink) {
+    __atomic_add_fetch(&gang_test_shared_ints()[SLOT_IN_SHRINK], 1, __ATOMIC_SEQ_CST);
+    s = gang_shrink(g, 20000, &small);
+    fprintf(stderr, "rank %d outlived its kill in gang_shrink: %s\n", rank,
+            gang_status_name(s));
+    return 1;
+  }
+  CHECK_OK(gang_shrink(g, c->dies_in_shrink != NONE ? 20000 : 0, &small));
+  __atomic_add_fetch(&gang_test_shared_ints()[SLOT_SHRUNK], 1, __ATOMIC_SEQ_CST);
   {
     const int64_t took = gang_test_now_ms() - t0;
     volatile int64_t* slot = &gang_test_shared_ints()[SLOT_RECOVER];
@@ -120,11 +222,23 @@ static int rank_shrink(gang_t* g, int rank, int size, void* arg) {
         gang_size(small), expect_size);
   /* Ranked in the order of the old ranks. */
   for (int r = 0; r < rank; ++r)
-    if (!is_victim(c, r) && r != c->late) ++new_rank;
+    if (!left_out(c, r)) ++new_rank;
   CHECK(gang_rank(small) == new_rank, "new rank %d, want %d", gang_rank(small), new_rank);
-  snprintf(name, sizeof name, "%s/shrink0", gang_name(g));
-  CHECK(strcmp(gang_name(small), name) == 0, "named \"%s\", want \"%s\"",
-        gang_name(small), name);
+  /* shrink0, unless a round of meeting failed (a rank died in it). */
+  snprintf(name, sizeof name, "%s/shrink", gang_name(g));
+  CHECK(strncmp(gang_name(small), name, strlen(name)) == 0,
+        "named \"%s\", want \"%s<n>\"", gang_name(small), name);
+  if (c->dies_in_shrink == NONE) {
+    snprintf(name, sizeof name, "%s/shrink0", gang_name(g));
+    CHECK(strcmp(gang_name(small), name) == 0, "named \"%s\", want \"%s\"",
+          gang_name(small), name);
+  }
+  /* The woken rank has failed its calls on the old gang: the new gang's
+   * results must not have noticed. */
+  if (c->stopped != NONE && gang_test_wait_shared(SLOT_WOKE, 1, 60000) != 0) {
+    fprintf(stderr, "the stopped rank never woke and checked its calls\n");
+    return 1;
+  }
   /* The survivors' root ranks, summed in the new gang. */
   {
     int64_t mine = gang_root_rank(small, gang_rank(small)), sum = 0, want = 0;
@@ -132,7 +246,7 @@ static int rank_shrink(gang_t* g, int rank, int size, void* arg) {
           gang_rank(small), rank);
     CHECK_OK(gang_all_reduce(small, &mine, &sum, 1, GANG_INT64, GANG_SUM, NULL));
     for (int r = 0; r < size; ++r)
-      if (!is_victim(c, r) && r != c->late) want += r;
+      if (!left_out(c, r)) want += r;
     CHECK(sum == want, "sum of the survivors' ranks %lld, want %lld", (long long)sum,
           (long long)want);
   }
@@ -147,36 +261,53 @@ static void run(int size, shrink_case_t c) {
   o.size = size;
   o.fn = rank_shrink;
   o.arg = &c;
-  o.gang_timeout_ms = TIMEOUT_MS;
+  /* A stopped rank is noticed only at the timeout. */
+  o.gang_timeout_ms = c.stopped != NONE ? 2000 : TIMEOUT_MS;
   o.wall_timeout_s = WALL_S;
   o.parent_fn = parent_kill;
-  o.killed_rank = c.victims[0];
+  o.killed_rank = c.nvictims > 0 ? c.victims[0] : NONE;
+  o.killed_rank2 = c.nvictims > 1 ? c.victims[1] : c.dies_in_shrink;
   assert_int_equal(gang_test_run(&o), 0);
-  fprintf(stderr, "shrink: %d ranks, %d lost%s: the slowest survivor had its new gang "
+  fprintf(stderr, "shrink: %d ranks, %d lost%s%s%s: the slowest survivor had its new gang "
           "%lld ms after its call failed\n", size, c.nvictims,
           c.late >= 0 ? ", one late and excluded" : "",
+          c.stopped >= 0 ? ", one stopped and excluded" : "",
+          c.dies_in_shrink >= 0 ? ", one killed inside gang_shrink" : "",
           (long long)gang_test_shared_ints()[SLOT_RECOVER]);
 }
 
 static void test_lost_in_all_reduce_n4(void** s) {
   (void)s;
-  run(4, (shrink_case_t){{2, -1}, 1, IN_ALL_REDUCE, -1});
+  run(4, (shrink_case_t){{2, -1}, 1, IN_ALL_REDUCE, NONE, NONE, NONE});
 }
 static void test_lost_in_barrier_n3(void** s) {
   (void)s;
-  run(3, (shrink_case_t){{0, -1}, 1, IN_BARRIER, -1});
+  run(3, (shrink_case_t){{0, -1}, 1, IN_BARRIER, NONE, NONE, NONE});
 }
 static void test_lost_in_p2p_n3(void** s) {
   (void)s;
-  run(3, (shrink_case_t){{2, -1}, 1, IN_P2P, -1});
+  run(3, (shrink_case_t){{2, -1}, 1, IN_P2P, NONE, NONE, NONE});
 }
 static void test_lost_in_all_reduce_n8(void** s) {
   (void)s;
-  run(8, (shrink_case_t){{5, -1}, 1, IN_ALL_REDUCE, -1});
+  run(8, (shrink_case_t){{5, -1}, 1, IN_ALL_REDUCE, NONE, NONE, NONE});
 }
 static void test_late_rank_excluded_n4(void** s) {
   (void)s;
-  run(4, (shrink_case_t){{3, -1}, 1, IN_ALL_REDUCE, 1});
+  run(4, (shrink_case_t){{3, -1}, 1, IN_ALL_REDUCE, 1, NONE, NONE});
+}
+
+static void test_two_lost_at_once_n6(void** s) {
+  (void)s;
+  run(6, (shrink_case_t){{1, 4}, 2, IN_ALL_REDUCE, NONE, NONE, NONE});
+}
+static void test_stopped_rank_excluded_n4(void** s) {
+  (void)s;
+  run(4, (shrink_case_t){{-1, -1}, 0, IN_ALL_REDUCE, NONE, 2, NONE});
+}
+static void test_lost_in_shrink_n4(void** s) {
+  (void)s;
+  run(4, (shrink_case_t){{3, -1}, 1, IN_ALL_REDUCE, NONE, NONE, 1});
 }
 
 int main(int argc, char** argv) {
@@ -186,6 +317,9 @@ int main(int argc, char** argv) {
       cmocka_unit_test(test_lost_in_barrier_n3),
       cmocka_unit_test(test_lost_in_p2p_n3),
       cmocka_unit_test(test_late_rank_excluded_n4),
+      cmocka_unit_test(test_two_lost_at_once_n6),
+      cmocka_unit_test(test_stopped_rank_excluded_n4),
+      cmocka_unit_test(test_lost_in_shrink_n4),
   };
   if (argc > 1) cmocka_set_test_filter(argv[1]);
   return cmocka_run_group_tests(tests, NULL, NULL);

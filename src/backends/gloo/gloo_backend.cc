@@ -47,7 +47,7 @@ core::BackendWorkPtr GlooBackend::post(const core::Operation& op) {
   try {
     run_collective(context_, waits_, op);
   } catch (const ::gloo::Exception& e) {
-    rethrow_gloo(e, op.deadline, waits_->aborted());
+    rethrow_gloo(e, op.deadline, waits_->aborted(), *context_);
   }
   return nullptr;
 }

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "backends/gloo/gloo_frames.h"
+#include "backends/gloo/gloo_pairs.h"
 #include "base/copy.h"
 #include "base/error.h"
 #include "core/collective.h"
@@ -568,7 +569,7 @@ uint32_t wire_tag(const core::Operation& op) {
 }
 
 void rethrow_gloo(const ::gloo::Exception& e, core::Clock::time_point deadline,
-                  bool aborted) {
+                  bool aborted, ::gloo::Context& context, int peer) {
   if (aborted) fail(Status::kAborted, "the gang was aborted");
   const std::string what = e.what();
   // Gloo reports a timeout and a broken connection with the same exception
@@ -577,7 +578,10 @@ void rethrow_gloo(const ::gloo::Exception& e, core::Clock::time_point deadline,
       what.find("Timed out") != std::string::npos) {
     fail(Status::kTimeout, "timed out: ", what);
   }
-  fail(Status::kPeerLost, "lost a peer: ", what);
+  const std::vector<int> lost =
+      peer >= 0 ? std::vector<int>{peer} : broken_peers(context);
+  if (lost.empty()) fail(Status::kPeerLost, "lost a peer: ", what);
+  fail(Status::kPeerLost, "lost the connection to ", rank_list(lost), ": ", what);
 }
 
 GlooP2PWork::GlooP2PWork(std::shared_ptr<::gloo::Context> ctx,
@@ -628,7 +632,7 @@ GlooP2PWork::GlooP2PWork(std::shared_ptr<::gloo::Context> ctx,
       }
     }
   } catch (const ::gloo::Exception& e) {
-    rethrow_gloo(e, deadline_, waits_->aborted());
+    rethrow_gloo(e, deadline_, waits_->aborted(), *ctx_, peer_);
   }
 }
 
@@ -687,7 +691,7 @@ void GlooP2PWork::await() {
         if (!ok) fail(Status::kAborted, "the transfer was aborted");
       }
     } catch (const ::gloo::Exception& e) {
-      rethrow_gloo(e, deadline_, waits_->aborted());
+      rethrow_gloo(e, deadline_, waits_->aborted(), *ctx_, peer_);
     }
   } catch (const Error& e) {
     status = e.status();

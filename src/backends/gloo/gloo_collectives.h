@@ -32,8 +32,11 @@ void run_collective(const std::shared_ptr<::gloo::Context>& ctx,
 // Turns a Gloo exception into a gang error (never returns): after abort the
 // broken connections are our own doing (kAborted); at the deadline it is
 // kTimeout; otherwise a peer is gone (kPeerLost).
+// A lost peer is named: `peer` when the operation had one, else those whose
+// connection with this rank `context` sees broken.
 [[noreturn]] void rethrow_gloo(const ::gloo::Exception& e,
-                               core::Clock::time_point deadline, bool aborted);
+                               core::Clock::time_point deadline, bool aborted,
+                               ::gloo::Context& context, int peer = -1);
 
 // A send or receive posted to Gloo's pairs, framed like the collectives,
 // with everything posted the moment it is issued, so a transfer never waits

@@ -164,8 +164,6 @@ void Transfers::recv(::gloo::transport::UnboundBuffer* b, int peer,
   pending_.push_back({b, false, peer});
 }
 
-namespace {
-
 std::string rank_list(const std::vector<int>& ranks) {
   std::string s = ranks.size() == 1 ? "rank " : "ranks ";
   for (size_t i = 0; i < ranks.size(); ++i) {
@@ -173,8 +171,6 @@ std::string rank_list(const std::vector<int>& ranks) {
   }
   return s;
 }
-
-}  // namespace
 
 Millis Transfers::left(const std::vector<int>& awaited) const {
   const auto left =

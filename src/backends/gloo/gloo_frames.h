@@ -143,4 +143,7 @@ void exchange_frames(const std::shared_ptr<::gloo::Context>& ctx,
                      const std::vector<Frame>& frames_out,
                      std::vector<Frame>& frames_in, uint32_t step = 0);
 
+// "rank 3" or "ranks 1, 4", for messages.
+std::string rank_list(const std::vector<int>& ranks);
+
 }  // namespace gang::backends::gloo_impl

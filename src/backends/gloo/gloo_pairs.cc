@@ -144,6 +144,13 @@ class GangPair final : public tcp::Pair {
     waitUntilConnected(lock, true);
   }
 
+  // The connection failed (its peer closed it, or an error), as far as a
+  // look without waiting can tell.
+  bool broken() {
+    std::unique_lock<std::mutex> lock(m_, std::try_to_lock);
+    return lock && ex_ != nullptr;
+  }
+
   // Loop thread, on a pair nobody else has seen yet: `fd` proved the
   // secret and becomes the connection.
   void adopt(int fd) {
@@ -427,6 +434,17 @@ class MeshPairs final : public tcp::Context {
     return true;
   }
 
+  // The peers whose connection failed.
+  std::vector<int> broken() {
+    std::vector<int> peers;
+    std::lock_guard<std::mutex> lock(mu_);
+    for (size_t peer = 0; peer < pairs_.size(); ++peer) {
+      auto* pair = dynamic_cast<GangPair*>(pairs_[peer].get());
+      if (pair != nullptr && pair->broken()) peers.push_back(static_cast<int>(peer));
+    }
+    return peers;
+  }
+
   void close_all() noexcept {
     std::vector<::gloo::transport::Pair*> open;
     {
@@ -538,6 +556,7 @@ class MeshContext final : public ::gloo::rendezvous::Context {
   }
 
   void close_all() noexcept { pairs_->close_all(); }
+  std::vector<int> broken() { return pairs_->broken(); }
 
  private:
   std::shared_ptr<MeshPairs> pairs_;
@@ -595,6 +614,11 @@ std::shared_ptr<::gloo::rendezvous::Context> connect_mesh(
 
 void close_mesh(::gloo::rendezvous::Context& context) noexcept {
   if (auto* mesh = dynamic_cast<MeshContext*>(&context)) mesh->close_all();
+}
+
+std::vector<int> broken_peers(::gloo::Context& context) {
+  if (auto* mesh = dynamic_cast<MeshContext*>(&context)) return mesh->broken();
+  return {};
 }
 
 }  // namespace gang::backends::gloo_impl

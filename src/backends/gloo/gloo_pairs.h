@@ -32,6 +32,7 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace gang::store {
 class Store;
@@ -54,5 +55,9 @@ std::shared_ptr<::gloo::rendezvous::Context> connect_mesh(
 // this rank fail) and the listening port, and ends every wait for a
 // connection; later connections are refused. From any thread.
 void close_mesh(::gloo::rendezvous::Context& context) noexcept;
+
+// The peers whose connection with this rank failed (closed by the peer, or
+// broken), in rank order; the ones whose pair is busy are not looked at.
+std::vector<int> broken_peers(::gloo::Context& context);
 
 }  // namespace gang::backends::gloo_impl
