@@ -1,25 +1,26 @@
 """Data-parallel training that survives a lost rank, in Python with gang.
 
-The same linear model as train_linear.py, on 4 ranks. At step 20 one rank
-is killed (SIGKILL). The others' all-reduce fails; they shrink the gang to
-the 3 survivors and go on, each now drawing its batches from the shards
-of the ranks it stands in for (the data is re-sharded over the survivors).
-A replacement process is started (here by rank 0; a launcher would do it);
-it asks to join, and at the next step boundary the survivors grow the gang
-back to 4, broadcast the parameters to it, and all 4 train to the end. The
-program checks that every rank ends with the same parameters, that the
-model found the true ones, and that the gang is 4 ranks again; it exits
-nonzero otherwise.
+The same linear model as train_linear.py, on 4 ranks started by gangrun
+with --replace-failed 1. At step 20 rank 2 kills itself (SIGKILL). The
+others' all-reduce fails; they shrink the gang to the 3 survivors and go
+on, each now drawing its batches from the shards of the ranks it stands in
+for (the data is re-sharded over the survivors). Meanwhile gangrun starts a
+replacement, the same program with GANG_JOIN=1 in its environment: it
+calls gang.join(), and at a step boundary the survivors grow the gang back
+to 4, broadcast the parameters and the step to it, and all 4 train to the
+end. Every process checks that all end with the same parameters, that the
+model found the true ones with a small loss, that the gang is 4 ranks
+again, and that it shrank and grew once (or joined); it exits nonzero
+otherwise, and so does gangrun.
 
-Run it (it starts its own 4 ranks, with a store of their own):
+Run it (from the source tree, after building into build/):
 
-    PYTHONPATH=build/bindings/python /usr/bin/python3 examples/python/train_elastic.py
+    PYTHONPATH=build/bindings/python build/gangrun --replace-failed 1 \\
+        --nproc-per-node 4 -- /usr/bin/python3 examples/python/train_elastic.py
 """
 
 import os
 import signal
-import socket
-import subprocess
 import sys
 import time
 
@@ -31,6 +32,11 @@ TRUE_W = np.array([1.5, -2.0, 0.5, 3.0])
 TRUE_B = 0.7
 SHARD, BATCH, STEPS, LR = 512, 32, 200, 0.1
 RANKS, VICTIM, KILL_AT = 4, 2, 20
+# The survivors look for a replacement every ADMIT_EVERY steps (a step
+# boundary the program chooses, such as a checkpoint); at REGROW_BY the job
+# wants its 4 ranks back, and they wait there if none has asked yet.
+ADMIT_EVERY = 40
+REGROW_BY = 2 * ADMIT_EVERY - 1
 
 
 def make_shard(shard: int):
@@ -67,14 +73,16 @@ def log(g, text):
     print(f"[rank {g.rank}/{g.size}] {text}", flush=True)
 
 
-def train(g, params, first_step: int, url: str) -> tuple:
+def train(g, params, first_step: int, victim: bool, events: dict) -> tuple:
+    """Trains from first_step to STEPS; returns the last gang, the
+    parameters and the last loss. events counts shrinks and grows."""
     step = first_step
-    replacement = None
-    # Old gangs are failed or replaced, but kept until the end: rank 0's
-    # first gang serves the job's store (tcp://), which joiners still need.
+    loss = float("nan")
+    # The failed gang and the one grown out of are closed at the end, once
+    # every rank is past the last step.
     old = []
     while step < STEPS:
-        if step == KILL_AT and g.size == RANKS and g.rank == VICTIM:
+        if victim and step == KILL_AT:
             os.kill(os.getpid(), signal.SIGKILL)
         try:
             grad = gradient(params, step, my_shards(g))
@@ -85,92 +93,87 @@ def train(g, params, first_step: int, url: str) -> tuple:
             small = g.shrink()
             old.append(g)
             g = small
+            events["shrinks"] += 1
             log(g, f"shrank to {g.size} ranks in {time.monotonic() - start:.2f} s; "
                    f"training on with shards {my_shards(g)}")
-            if g.rank == 0:
-                replacement = subprocess.Popen(
-                    [sys.executable, os.path.abspath(__file__), "--join", url])
             continue  # the step again, on the survivors
         params -= LR * grad[:-1]
-        if g.size < RANKS:  # a step boundary: admit whoever asked to join
+        loss = grad[-1]
+        if g.size < RANKS and (step + 1) % ADMIT_EVERY == 0:
+            # A step boundary: admit whoever asked to join.
             grown = g.grow()
-            # The job wants its 4 ranks back by step KILL_AT + 50: wait there
-            # for the replacement (it starts in about a second).
             waited = time.monotonic()
-            while grown is None and step == KILL_AT + 50 and time.monotonic() - waited < 60:
+            while grown is None and step == REGROW_BY and time.monotonic() - waited < 60:
                 time.sleep(0.05)
                 grown = g.grow()
             if grown is not None:
                 old.append(g)
                 g = grown
+                events["grows"] += 1
                 g.broadcast(params, 0)
                 g.broadcast(np.array([step + 1.0]), 0)
                 log(g, f"grew back to {g.size} ranks after step {step}")
         if step % 50 == 0 and g.rank == 0:
-            log(g, f"step {step}: loss {grad[-1]:.5f}")
+            log(g, f"step {step}: loss {loss:.5f}")
         step += 1
     g.barrier()
     for done in old:
         done.close()
-    return g, params, replacement
+    return g, params, loss
 
 
-def check(g, params) -> int:
+def check(g, params, loss: float, events: dict, expected: dict) -> int:
     everyone = g.all_gather_object(params.tolist())
     same = all(p == everyone[0] for p in everyone)
     found = np.allclose(params[:-1], TRUE_W, atol=0.02) and abs(params[-1] - TRUE_B) < 0.02
+    converged = loss < 1e-3
     log(g, f"done on {g.size} ranks: parameters {'identical' if same else 'DIFFER'}, "
-           f"w {np.round(params[:-1], 3).tolist()} b {params[-1]:.3f}")
-    return 0 if same and found and g.size == RANKS else 1
+           f"w {np.round(params[:-1], 3).tolist()} b {params[-1]:.3f}, loss {loss:.5f}")
+    ok = same and found and converged and g.size == RANKS and events == expected
+    if not ok:
+        log(g, f"FAILED: identical {same}, true model {found}, converged {converged}, "
+               f"{g.size} ranks, events {events} (expected {expected})")
+    return 0 if ok else 1
 
 
-def rank_main(rank: int, url: str) -> int:
-    g = gang.create(rank=rank, size=RANKS, init_method=url, timeout=10)
+def rank_main() -> int:
+    """A rank gangrun started: GANG_RANK and GANG_SIZE say which."""
+    g = gang.create(timeout=10)
+    if g.size != RANKS:
+        log(g, f"wants {RANKS} ranks (gangrun --nproc-per-node {RANKS})")
+        return 2
+    victim = g.rank == VICTIM
+    events = {"shrinks": 0, "grows": 0}
     params = np.zeros(TRUE_W.size + 1)
-    g, params, replacement = train(g, params, 0, url)
-    rc = check(g, params)
+    g, params, loss = train(g, params, 0, victim, events)
+    rc = check(g, params, loss, events, {"shrinks": 1, "grows": 1})
     g.close()
-    if replacement is not None:
-        rc |= replacement.wait(60)
     return rc
 
 
-def join_main(url: str) -> int:
-    g = gang.join(init_method=url, timeout=60)
+def join_main() -> int:
+    """A replacement gangrun started (GANG_JOIN=1): it joins the running
+    gang and takes the parameters and the step from rank 0."""
+    replaces = os.environ.get("GANG_REPLACES", "?")
+    g = gang.join(timeout=60)
     params = np.zeros(TRUE_W.size + 1)
     g.broadcast(params, 0)
     step = np.zeros(1)
     g.broadcast(step, 0)
-    log(g, f"joined at step {int(step[0])}")
-    g, params, _ = train(g, params, int(step[0]), url)
-    rc = check(g, params)
+    log(g, f"joined at step {int(step[0])} in place of rank {replaces}")
+    events = {"shrinks": 0, "grows": 0}
+    g, params, loss = train(g, params, int(step[0]), False, events)
+    rc = check(g, params, loss, events, {"shrinks": 0, "grows": 0})
     g.close()
     return rc
 
 
-def launch() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        url = f"tcp://127.0.0.1:{s.getsockname()[1]}"
-    procs = [subprocess.Popen([sys.executable, os.path.abspath(__file__), "--rank", str(r), url])
-             for r in range(RANKS)]
-    # Reaped as they end, as a launcher does: a dead rank must not linger as
-    # a zombie, which its peers on this host would take for alive.
-    codes = [None] * RANKS
-    deadline = time.monotonic() + 300
-    while None in codes and time.monotonic() < deadline:
-        codes = [c if c is not None else p.poll() for p, c in zip(procs, codes)]
-        time.sleep(0.05)
-    ok = all(c == 0 for r, c in enumerate(codes) if r != VICTIM) and \
-        codes[VICTIM] == -signal.SIGKILL
-    print(f"train_elastic: exit codes {codes} (rank {VICTIM} killed on purpose): "
-          f"{'OK' if ok else 'FAILED'}", flush=True)
-    return 0 if ok else 1
-
-
 if __name__ == "__main__":
-    if len(sys.argv) == 4 and sys.argv[1] == "--rank":
-        sys.exit(rank_main(int(sys.argv[2]), sys.argv[3]))
-    if len(sys.argv) == 3 and sys.argv[1] == "--join":
-        sys.exit(join_main(sys.argv[2]))
-    sys.exit(launch())
+    if os.environ.get("GANG_JOIN") == "1":
+        sys.exit(join_main())
+    if "GANG_RANK" in os.environ:
+        sys.exit(rank_main())
+    print("train_elastic.py runs under gangrun, which starts its ranks and the "
+          "replacement:\n  gangrun --replace-failed 1 --nproc-per-node 4 -- "
+          f"{sys.executable} {sys.argv[0]}", file=sys.stderr)
+    sys.exit(2)

@@ -605,7 +605,13 @@ GANG_API gang_status_t gang_grow(gang_t* gang, int64_t timeout_ms,
  *  served by the joiner), and blocks until the members admit it with
  *  gang_grow, or until options->timeout_ms (GANG_ERR_TIMEOUT; the request
  *  is withdrawn, so no later gang_grow counts it). options->rank and size
- *  are ignored: the members assign them. Added in 0.3. */
+ *  are ignored: the members assign them. A process that `gangrun
+ *  --replace-failed` starts in place of a failed rank has GANG_JOIN=1,
+ *  GANG_REPLACES (the rank it replaces) and GANG_INIT_METHOD and
+ *  GANG_STORE_TOKEN of the job's store, but no GANG_RANK or GANG_SIZE:
+ *  gang_join with the defaults of GANG_OPTIONS_INITIALIZER reaches the
+ *  job's store, and gang_create with rank and size -1 refuses to run there
+ *  (GANG_ERR_INVALID_ARGUMENT saying to call gang_join). Added in 0.3. */
 GANG_API gang_status_t gang_join(const gang_options_t* options, gang_t** out);
 
 /** Creates a gang of the listed parent ranks: collective over the parent;

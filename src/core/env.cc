@@ -87,6 +87,14 @@ std::string init_method() {
   return v ? v : "";
 }
 
+bool joiner(std::string* replaces) {
+  const char* v = raw("GANG_JOIN");
+  if (!v || std::strcmp(v, "0") == 0) return false;
+  const char* r = raw("GANG_REPLACES");
+  *replaces = r ? r : "";
+  return true;
+}
+
 Launch detect() { return detect_from(raw); }
 
 void torch_master(Launch* l) { torch_master_from(raw, l); }

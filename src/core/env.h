@@ -39,6 +39,12 @@ std::string socket_ifname();
 // GANG_INIT_METHOD, or "".
 std::string init_method();
 
+// Whether GANG_JOIN is set (and not "0"): a launcher (gangrun
+// --replace-failed) started this process in place of a failed rank, to
+// join the running gang with gang_join. *replaces: GANG_REPLACES (the rank
+// it replaces), or "" when unset.
+bool joiner(std::string* replaces);
+
 // The launch environment (gang.h's "Environment and launch"): which
 // launcher started this process, its rank, size and rendezvous address.
 // Throws kInvalidArgument naming the variables when the winning source is

@@ -64,6 +64,16 @@ Resolved resolve(const GangOptions& o) {
   r.rank = o.rank;
   r.size = o.size;
   if (r.rank == -1 && r.size == -1) {
+    // A joiner's environment has no rank: a rendezvous of the launch ranks
+    // would never admit it, and a gang of 1 on its own is never meant.
+    if (std::string replaces; env::joiner(&replaces)) {
+      fail(Status::kInvalidArgument,
+           "gang_create: this process was started to join a running gang "
+           "(GANG_JOIN=1",
+           replaces.empty() ? "" : ", in place of rank ", replaces,
+           "), so the environment gives it no rank: call gang_join (Python "
+           "gang.join()), and the members admit it with gang_grow");
+    }
     r.launch = env::detect();
     r.rank = r.launch->rank;
     r.size = r.launch->size;

@@ -17,6 +17,7 @@
 #include "launcher/platform.h"
 #include "launcher/program.h"
 #include "launcher/rank_env.h"
+#include "launcher/replacement.h"
 #include "launcher/signals.h"
 #include "launcher/supervisor.h"
 #include "store/store_options.h"
@@ -163,9 +164,14 @@ Outcome launch(const Options& o) {
     spec.env = rank_environment(env, o, job, i);
     specs.push_back(std::move(spec));
   }
+  std::unique_ptr<Replacer> replacer;
+  if (o.replace_failed > 0) {
+    replacer = std::make_unique<Replacer>(o, job, base, env);
+  }
   Supervisor supervisor(o, signals, cluster.get(), job_deadline,
                         job.flight_recorder.empty() ? std::string(recorder)
-                                                    : job.flight_recorder);
+                                                    : job.flight_recorder,
+                        replacer.get());
   Outcome outcome;
   outcome.exit_code = supervisor.run(specs);
   outcome.signal = supervisor.stop_signal();

@@ -120,7 +120,8 @@ std::string usage_text() {
          "LOCAL_WORLD_SIZE, GROUP_RANK, GROUP_WORLD_SIZE, MASTER_ADDR and\n"
          "MASTER_PORT (a free port gangrun leaves unbound for the program).\n"
          "When a rank fails, the others get SIGTERM, then SIGKILL after the\n"
-         "grace period, and gangrun exits with the failing rank's status.\n"
+         "grace period, and gangrun exits with the failing rank's status\n"
+         "(unless --replace-failed starts a replacement instead).\n"
          "\n"
          "options:\n"
          "  --nproc-per-node N    ranks on this node (default 1)\n"
@@ -148,6 +149,11 @@ std::string usage_text() {
          "  --grace SECONDS       between SIGTERM and SIGKILL (default 5)\n"
          "  --connect-timeout S   how long nodes > 0 wait for node 0's store\n"
          "                        (default 300)\n"
+         "  --replace-failed N    when a rank fails (nonzero exit or a signal),\n"
+         "                        start the same command in its place as a\n"
+         "                        process that joins the running gang, up to N\n"
+         "                        times (on each node); default 0: the first\n"
+         "                        failure stops the job. See below\n"
          "  -m, --module          program is a Python module: run\n"
          "                        PYTHON -u -m program args...\n"
          "  --no-python           run program as it is, even a .py file\n"
@@ -170,8 +176,20 @@ std::string usage_text() {
          "                        --master-addr HOST [--master-port PORT]\n"
          "  --rdzv-backend B      c10d or static: both are gangrun's store\n"
          "  --rdzv-id ID          ignored (one gangrun per node is one job)\n"
-         "  --max-restarts 0      gangrun does not restart ranks; only 0 is\n"
-         "                        accepted\n"
+         "  --max-restarts 0      gangrun does not restart the job; only 0 is\n"
+         "                        accepted (see --replace-failed)\n"
+         "\n"
+         "A replacement gets a rank's environment without GANG_RANK, GANG_SIZE,\n"
+         "RANK and WORLD_SIZE (the members assign its rank when they admit it)\n"
+         "and with GANG_JOIN=1, GANG_REPLACES=R (the launch rank whose place it\n"
+         "takes) and GANG_REPLACEMENT=K (1 for this node's first replacement,\n"
+         "up to N). It calls gang_join (Python gang.join()) with default\n"
+         "options and waits for the survivors' gang_grow; gang_create refuses\n"
+         "to run in it. Its output is prefixed \"[join K] \" (--prefix) and\n"
+         "written to LOG_DIR/join-K.log (--tee). The job succeeds when every\n"
+         "process still counted (the ranks never replaced, and the\n"
+         "replacements) exits 0; once N replacements are used up, a failure\n"
+         "stops the job as without the option.\n"
          "\n"
          "The store takes only clients that present its token, which gangrun\n"
          "hands its ranks in GANG_STORE_TOKEN: GANG_STORE_TOKEN from "
@@ -256,8 +274,9 @@ ParseResult parse_options(int argc, char** argv) {
       } else if (arg == "--max-restarts") {
         if (parse_int(arg, take(), 0, 65536) != 0) {
           throw UsageError(
-              "--max-restarts: gangrun does not restart failed ranks (it "
-              "stops the job); only 0 is accepted");
+              "--max-restarts: gangrun does not restart the job; only 0 is "
+              "accepted (--replace-failed N starts a process that joins the "
+              "running gang in place of a failed rank)");
         }
       } else if (arg == "-m" || arg == "--module") {
         flag(&o.module);
@@ -284,6 +303,8 @@ ParseResult parse_options(int argc, char** argv) {
         o.tee = true;
       } else if (arg == "--timeout") {
         o.timeout_s = parse_seconds(arg, take());
+      } else if (arg == "--replace-failed") {
+        o.replace_failed = parse_int(arg, take(), 0, 65536);
       } else if (arg == "--grace") {
         o.grace_s = parse_seconds(arg, take());
       } else if (arg == "--connect-timeout") {

@@ -20,6 +20,9 @@ struct Options {
   double timeout_s = 0;            // whole job; 0: none
   double grace_s = 5;              // SIGTERM -> SIGKILL
   double connect_timeout_s = 300;  // nodes > 0 waiting for node 0's store
+  // How many failed ranks this gangrun replaces with a process that joins
+  // the running gang (replacement.h); 0: the first failure stops the job.
+  int replace_failed = 0;
   bool verbose = false;
   // How command runs (program.h): a Python module (-m), never through
   // Python (--no-python), or as program.h decides.

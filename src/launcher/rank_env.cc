@@ -54,12 +54,22 @@ std::vector<std::pair<std::string, std::string>> launch_variables(
   return vars;
 }
 
-std::vector<std::string> rank_environment(const std::vector<std::string>& base,
-                                          const Options& o,
-                                          const JobLayout& job,
-                                          int local_rank) {
-  const auto vars = launch_variables(o, job, local_rank);
-  std::set<std::string> replaced{"TORCHELASTIC_USE_AGENT_STORE"};
+namespace {
+
+// The variables that mark a replacement; never inherited from gangrun's own
+// environment, so only the processes gangrun starts as joiners have them.
+constexpr const char* kJoinVariables[] = {"GANG_JOIN", "GANG_REPLACES",
+                                          "GANG_REPLACEMENT"};
+
+// base with every name in `vars` (and the joiner's variables and
+// TORCHELASTIC_USE_AGENT_STORE) dropped, then `vars` appended.
+std::vector<std::string> with_variables(
+    const std::vector<std::string>& base,
+    const std::vector<std::pair<std::string, std::string>>& vars,
+    const std::set<std::string>& dropped) {
+  std::set<std::string> replaced = dropped;
+  replaced.insert("TORCHELASTIC_USE_AGENT_STORE");
+  for (const char* name : kJoinVariables) replaced.insert(name);
   for (const auto& kv : vars) replaced.insert(kv.first);
   std::vector<std::string> env;
   env.reserve(base.size() + vars.size());
@@ -69,6 +79,30 @@ std::vector<std::string> rank_environment(const std::vector<std::string>& base,
   }
   for (const auto& kv : vars) env.push_back(kv.first + "=" + kv.second);
   return env;
+}
+
+}  // namespace
+
+std::vector<std::string> rank_environment(const std::vector<std::string>& base,
+                                          const Options& o,
+                                          const JobLayout& job,
+                                          int local_rank) {
+  return with_variables(base, launch_variables(o, job, local_rank), {});
+}
+
+std::vector<std::string> joiner_environment(
+    const std::vector<std::string>& base, const Options& o,
+    const JobLayout& job, int local_rank, int replaces, int number) {
+  const std::set<std::string> rank_vars{"GANG_RANK", "GANG_SIZE", "RANK",
+                                        "WORLD_SIZE"};
+  std::vector<std::pair<std::string, std::string>> vars;
+  for (auto& kv : launch_variables(o, job, local_rank)) {
+    if (!rank_vars.count(kv.first)) vars.push_back(std::move(kv));
+  }
+  vars.emplace_back("GANG_JOIN", "1");
+  vars.emplace_back("GANG_REPLACES", std::to_string(replaces));
+  vars.emplace_back("GANG_REPLACEMENT", std::to_string(number));
+  return with_variables(base, vars, rank_vars);
 }
 
 std::vector<std::string> current_environment() {

@@ -36,6 +36,16 @@ std::vector<std::string> rank_environment(const std::vector<std::string>& base,
                                           const Options& o,
                                           const JobLayout& job, int local_rank);
 
+// The environment of a replacement for local rank `local_rank`: the rank's,
+// without GANG_RANK, GANG_SIZE, RANK and WORLD_SIZE (the members of the
+// running gang assign its rank when they admit it, and a gang_create that
+// read them would wait forever for a rendezvous that is over), with
+// GANG_JOIN=1, GANG_REPLACES=<replaces> (the launch rank whose place it
+// takes) and GANG_REPLACEMENT=<number> (1, 2, ... on this node).
+std::vector<std::string> joiner_environment(
+    const std::vector<std::string>& base, const Options& o,
+    const JobLayout& job, int local_rank, int replaces, int number);
+
 // This process's environment as "NAME=value" entries.
 std::vector<std::string> current_environment();
 

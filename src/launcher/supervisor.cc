@@ -39,11 +39,13 @@ std::string plural(size_t n, const char* one) {
 }  // namespace
 
 Supervisor::Supervisor(const Options& o, SignalFd& signals, Cluster* cluster,
-                       Clock::time_point job_deadline, std::string flight_recorder)
+                       Clock::time_point job_deadline,
+                       std::string flight_recorder, Replacer* replacer)
     : options_(o),
       signals_(signals),
       cluster_(cluster),
-      job_deadline_(job_deadline) {
+      job_deadline_(job_deadline),
+      replacer_(replacer) {
   const size_t slash = flight_recorder.rfind('/');
   if (!flight_recorder.empty()) {
     flight_dir_ = slash == std::string::npos ? "." : flight_recorder.substr(0, slash);
@@ -85,35 +87,67 @@ int Supervisor::run(const std::vector<SpawnSpec>& specs) {
 }
 
 void Supervisor::spawn_all(const std::vector<SpawnSpec>& specs) {
-  std::shared_ptr<Sink> tee;
   ranks_.reserve(specs.size());
   for (size_t i = 0; i < specs.size(); ++i) {
-    Rank r;
-    r.rank = options_.node_rank * options_.nproc_per_node + static_cast<int>(i);
-    if (options_.tee) {
-      const std::string path =
-          options_.log_dir + "/rank-" + std::to_string(r.rank) + ".log";
-      base::UniqueFd fd(
-          ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
-      if (!fd.valid()) {
-        throw LaunchError("cannot open " + path + ": " + errno_text(errno));
-      }
-      tee = std::make_shared<Sink>(std::move(fd));
+    const int local = static_cast<int>(i);
+    spawn(specs[i], options_.node_rank * options_.nproc_per_node + local, local,
+          0);
+  }
+}
+
+std::string Supervisor::label(const Rank& r) {
+  return r.join == 0 ? "rank " + std::to_string(r.rank)
+                     : "join " + std::to_string(r.join);
+}
+
+void Supervisor::spawn(const SpawnSpec& spec, int rank, int local_rank,
+                       int join) {
+  Rank r;
+  r.rank = rank;
+  r.local_rank = local_rank;
+  r.join = join;
+  const std::string name = label(r);
+  std::shared_ptr<Sink> tee;
+  if (options_.tee) {
+    const std::string path =
+        options_.log_dir + "/" +
+        (join == 0 ? "rank-" + std::to_string(rank)
+                   : "join-" + std::to_string(join)) +
+        ".log";
+    base::UniqueFd fd(
+        ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+    if (!fd.valid()) {
+      throw LaunchError("cannot open " + path + ": " + errno_text(errno));
     }
-    base::UniqueFd out;
-    base::UniqueFd err;
-    r.child = Child::spawn(specs[i], &out, &err);
-    const std::string prefix =
-        options_.prefix ? "[rank " + std::to_string(r.rank) + "] " : "";
-    r.out =
-        std::make_unique<OutputStream>(std::move(out), &stdout_, prefix, tee);
-    r.err =
-        std::make_unique<OutputStream>(std::move(err), &stderr_, prefix, tee);
-    if (options_.verbose) {
-      say("started rank " + std::to_string(r.rank) + " (pid " +
-          std::to_string(r.child.pid()) + ")");
-    }
-    ranks_.push_back(std::move(r));
+    tee = std::make_shared<Sink>(std::move(fd));
+  }
+  base::UniqueFd out;
+  base::UniqueFd err;
+  r.child = Child::spawn(spec, &out, &err);
+  const std::string prefix = options_.prefix ? "[" + name + "] " : "";
+  r.out = std::make_unique<OutputStream>(std::move(out), &stdout_, prefix, tee);
+  r.err = std::make_unique<OutputStream>(std::move(err), &stderr_, prefix, tee);
+  if (options_.verbose) {
+    say("started " + name + " (pid " + std::to_string(r.child.pid()) + ")" +
+        (join == 0 ? "" : " in place of rank " + std::to_string(rank)));
+  }
+  ranks_.push_back(std::move(r));
+}
+
+void Supervisor::replace(size_t i, const std::string& line) {
+  const int rank = ranks_[i].rank;
+  Replacer::Joiner j = replacer_->next(ranks_[i].local_rank, rank);
+  say(line + "; starting join " + std::to_string(j.number) +
+      " in its place (GANG_JOIN=1 GANG_REPLACES=" + std::to_string(rank) +
+      ", replacement " + std::to_string(j.number) + " of " +
+      std::to_string(replacer_->limit()) + ")");
+  try {
+    spawn(j.spec, rank, ranks_[i].local_rank, j.number);
+  } catch (const LaunchError& e) {
+    begin_stop(Reason::kSetup, 1,
+               "cannot start join " + std::to_string(j.number) + ": " +
+                   e.what(),
+               SIGTERM);
   }
 }
 
@@ -238,17 +272,29 @@ void Supervisor::check_waiting() {
 }
 
 void Supervisor::reap() {
-  for (Rank& r : ranks_) {
+  // By index: a replacement is appended to ranks_ as the loop runs.
+  for (size_t i = 0; i < ranks_.size(); ++i) {
+    Rank& r = ranks_[i];
     if (!r.child.try_reap()) continue;
-    const ExitStatus& st = r.child.status();
-    const std::string who = "rank " + std::to_string(r.rank) + " (pid " +
-                            std::to_string(r.child.pid()) + ")";
+    const ExitStatus st = r.child.status();
+    const std::string who =
+        label(r) + " (pid " + std::to_string(r.child.pid()) + ")";
     const std::string line = who + " " + st.describe();
     if (!st.success() && reason_ == Reason::kNone) {
+      if (replacer_ && replacer_->available()) {
+        replace(i, line);
+        continue;
+      }
       const size_t n = running();
       begin_stop(Reason::kFailure, st.exit_code(), line, SIGTERM,
                  who + " on node " + std::to_string(options_.node_rank) + " " +
                      st.describe());
+      if (replacer_) {
+        say("no replacement left (--replace-failed " +
+            std::to_string(replacer_->limit()) + ": " +
+            plural(static_cast<size_t>(replacer_->used()), "replacement") +
+            " started)");
+      }
       if (n > 0 && !options_.verbose) {
         say("stopping the other " + plural(n, "rank") +
             " (SIGTERM, SIGKILL after " + format_seconds(options_.grace_s) +

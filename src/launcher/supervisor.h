@@ -1,6 +1,7 @@
 // The supervisor: starts the local ranks, forwards their output, forwards
 // signals to them, and stops them all when one fails, the job times out,
-// gangrun is interrupted or another node aborts.
+// gangrun is interrupted or another node aborts. With --replace-failed, a
+// failed rank is replaced by a joiner (replacement.h) while any are left.
 #pragma once
 
 #include <memory>
@@ -13,6 +14,7 @@
 #include "launcher/output.h"
 #include "launcher/platform.h"
 #include "launcher/process.h"
+#include "launcher/replacement.h"
 #include "launcher/signals.h"
 
 namespace gang::launcher {
@@ -23,9 +25,11 @@ class Supervisor {
   // the job (Clock::time_point::max() for never).
   // flight_recorder: the ranks' GANG_FLIGHT_RECORDER ("" for none), whose
   // directory gangrun names when it asks for dumps (SIGUSR2) and when a
-  // rank fails.
+  // rank fails. replacer: starts replacements for failed ranks (nullptr:
+  // none, the first failure stops the job).
   Supervisor(const Options& o, SignalFd& signals, Cluster* cluster,
-             Clock::time_point job_deadline, std::string flight_recorder);
+             Clock::time_point job_deadline, std::string flight_recorder,
+             Replacer* replacer = nullptr);
 
   // Runs specs[i] as local rank i until every rank has ended (and, on node 0
   // of a multi-node job, every other node has finished). Returns gangrun's
@@ -42,13 +46,21 @@ class Supervisor {
   enum class Reason { kNone, kFailure, kRemote, kTimeout, kSignal, kSetup };
 
   struct Rank {
-    int rank = 0;  // global
+    int rank = 0;  // global; a replacement's: the launch rank it replaces
+    int local_rank = 0;
+    int join = 0;  // 0: a launch rank; K: replacement K ("join K")
     Child child;
     std::unique_ptr<OutputStream> out;
     std::unique_ptr<OutputStream> err;
   };
 
   void spawn_all(const std::vector<SpawnSpec>& specs);
+  // Starts one process and forwards its output (throws LaunchError).
+  void spawn(const SpawnSpec& spec, int rank, int local_rank, int join);
+  // "rank R" or "join K".
+  static std::string label(const Rank& r);
+  // Starts a replacement for ranks_[i], which failed: `line` says how.
+  void replace(size_t i, const std::string& line);
   void loop();
   int poll_timeout() const;
   void on_signal(int sig);
@@ -75,6 +87,7 @@ class Supervisor {
   SignalFd& signals_;
   Cluster* cluster_;
   const Clock::time_point job_deadline_;
+  Replacer* replacer_;
 
   Sink stdout_{1};
   Sink stderr_{2};

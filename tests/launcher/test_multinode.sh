@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Two "nodes" on this host over loopback: --nnodes 2 with node ranks 0 and
 # 1. Checks the all-reduce across both, the variables of node 1's ranks,
-# that a failure on one node stops the other, and that a mismatched node is
-# refused.
+# that a failure on one node stops the other (unless --replace-failed
+# replaces the rank on its node), and that a mismatched node is refused.
 #   test_multinode.sh GANGRUN PROG
 GANGRUN=$1 PROG=$2
 . "$(dirname "$0")/lib.sh"
@@ -65,6 +65,24 @@ expect_grep '^gangrun: rank 3 \(pid [0-9]+\) exited with status 3$' "$TMP/n1.err
 expect_grep '^gangrun: rank 3 \(pid [0-9]+\) on node 1 exited with status 3' \
   "$TMP/n0.err" "node 0's line"
 all_gone "$TMP/d" 2 || fail "ranks left running"
+
+note "--replace-failed: node 1 replaces its failed rank, neither node aborts"
+port=$("$PROG" --free-port) || fail "no free port"
+mkdir "$TMP/r"
+body="if [ -n \"\${GANG_JOIN-}\" ]; then
+        echo \"joiner replaces \$GANG_REPLACES local \$GANG_LOCAL_RANK node \$GANG_NODE_RANK\"
+        : > $TMP/r/joined; exit 0
+      fi
+      if [ \"\$GANG_RANK\" = 3 ]; then kill -9 \$\$; fi
+      i=0; while [ ! -e $TMP/r/joined ] && [ \$i -lt 600 ]; do sleep 0.05; i=\$((i+1)); done
+      [ -e $TMP/r/joined ]"
+node 0 --replace-failed 1 -- sh -c "$body"
+node 1 --replace-failed 1 -- sh -c "$body"
+join_nodes 0 0
+expect_grep '^gangrun: rank 3 \(pid [0-9]+\) killed by signal 9 \(SIGKILL\); starting join 1 in its place' \
+  "$TMP/n1.err" "node 1 replaces rank 3"
+expect_grep '^joiner replaces 3 local 1 node 1$' "$TMP/n1.out" "the joiner on node 1"
+grep -q 'rank 3' "$TMP/n0.err" && fail "node 0 heard of rank 3's failure"
 
 note "a node started differently is refused"
 port=$("$PROG" --free-port) || fail "no free port"

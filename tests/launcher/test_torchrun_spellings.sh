@@ -70,7 +70,7 @@ refused "--nnodes 1:4 is a range of node counts \(an elastic job\), which gangru
 refused "--nnodes 3:2: the minimum is above the maximum" --nnodes 3:2 -- true
 refused "--nnodes wants an integer" --nnodes 1:2:3 -- true
 refused "--rdzv-backend etcd is not supported" --rdzv-backend etcd -- true
-refused "--max-restarts: gangrun does not restart failed ranks" --max-restarts 3 -- true
+refused "--max-restarts: gangrun does not restart the job" --max-restarts 3 -- true
 refused "--standalone runs one node" --standalone --nnodes 2 -- true
 refused "--standalone runs one node" --standalone --master-port 1234 -- true
 refused "--standalone runs one node" --standalone --rdzv-endpoint h:1 -- true

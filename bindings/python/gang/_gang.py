@@ -1076,7 +1076,9 @@ def join(name="root", *, init_method=None, timeout=None, device="cpu", backend="
     reads it) and blocks until its members admit it with Gang.grow(); the
     new gang is returned, this process ranked after the members. Raises
     GangTimeoutError when nobody admitted it within `timeout` (the request
-    is then withdrawn)."""
+    is then withdrawn). A process that `gangrun --replace-failed` started
+    in place of a failed rank (os.environ["GANG_JOIN"] == "1") calls it
+    with no arguments: the job's store is in its environment."""
     device_type, device_index = _parse_device(device)
     return Gang(capi.gang_bind_join(None if backend in (None, "auto") else backend,
                                     device_type, device_index, init_method,
