@@ -147,10 +147,10 @@ Gang::AfterLossGangs Gang::split_after_loss(
   out.active = make_child(child_setup(members, label, label, 0, index));
   const topology::Layout now(out.active->size(), plan.config, api);
   out.axes = out.active->split_parallel(now);
-  GANG_LOG(kInfo, "gang \"", name_, "\" rank ", rank_, " (old rank ",
-           old_rank, ") goes on as rank ", index, " of ", members.size(),
-           " after the loss: ", now.describe(), " (", size_ - out.active->size(),
-           " spare(s))");
+  GANG_LOG(kInfo, "gang \"", name_, "\" rank ", rank_, " (old rank ", old_rank,
+           ") goes on as rank ", index, " of ", members.size(),
+           " after the loss: ", now.describe(), " (",
+           size_ - out.active->size(), " spare(s))");
   return out;
 }
 

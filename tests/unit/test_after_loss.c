@@ -12,25 +12,11 @@
 #include <cmocka.h>
 #include <gang/gang.h>
 
+#include "harness.h"
+
 #define MAXR 64
 
-typedef struct {
-  int tp, cp, pp, dp, ep, sdp;
-  const char* order;
-} cfg_t;
-
-static gang_parallel_config_t make_cfg(cfg_t c) {
-  gang_parallel_config_t g;
-  gang_parallel_config_init(&g);
-  g.tp = c.tp ? c.tp : 1;
-  g.cp = c.cp ? c.cp : 1;
-  g.pp = c.pp ? c.pp : 1;
-  g.dp = c.dp ? c.dp : -1;
-  g.ep = c.ep ? c.ep : 1;
-  g.sdp = c.sdp ? c.sdp : -1;
-  g.order = c.order;
-  return g;
-}
+typedef gang_test_degrees_t cfg_t;
 
 /* "[a,b,c]" of n ints. */
 static const char* list(const int* v, size_t n, char* buf, size_t len) {
@@ -58,7 +44,7 @@ static size_t survivors_of(int size, const int* lost, size_t nlost, int* out) {
 static void expect(int size, cfg_t c, const int* lost, size_t nlost,
                    int want_dp, const char* want_active,
                    const char* want_spares) {
-  gang_parallel_config_t cfg = make_cfg(c);
+  gang_parallel_config_t cfg = gang_test_parallel_config(c);
   int survivors[MAXR];
   const size_t ns = survivors_of(size, lost, nlost, survivors);
   gang_parallel_config_t now;
@@ -103,7 +89,7 @@ static void expect(int size, cfg_t c, const int* lost, size_t nlost,
 static void expect_new_groups(int size, cfg_t c, const int* lost,
                               size_t nlost, gang_axis_t axis,
                               const char* want) {
-  gang_parallel_config_t cfg = make_cfg(c);
+  gang_parallel_config_t cfg = gang_test_parallel_config(c);
   int survivors[MAXR], active[MAXR], ranks[MAXR], old[MAXR];
   const size_t ns = survivors_of(size, lost, nlost, survivors);
   gang_parallel_config_t now;
@@ -130,7 +116,7 @@ static void expect_new_groups(int size, cfg_t c, const int* lost,
 /* The call fails with INVALID_ARGUMENT and a message containing `what`. */
 static void expect_refused(int size, cfg_t c, const int* survivors, size_t ns,
                            const char* what) {
-  gang_parallel_config_t cfg = make_cfg(c);
+  gang_parallel_config_t cfg = gang_test_parallel_config(c);
   gang_parallel_config_t now;
   gang_parallel_config_init(&now);
   int active[MAXR];
@@ -218,7 +204,7 @@ static void nothing_or_whole_replicas_lost(void** state) {
   (void)state;
   /* Nothing lost: the same layout, dp made explicit; survivors in any
    * order. */
-  gang_parallel_config_t cfg = make_cfg((cfg_t){.tp = 2, .pp = 2,
+  gang_parallel_config_t cfg = gang_test_parallel_config((cfg_t){.tp = 2, .pp = 2,
                                                 .order = "tp-cp-dp-pp"});
   const int all[] = {7, 6, 5, 4, 3, 2, 1, 0};
   gang_parallel_config_t now;
@@ -269,7 +255,7 @@ static void bad_survivors(void** state) {
 
 static void capacity_and_outputs(void** state) {
   (void)state;
-  gang_parallel_config_t cfg = make_cfg((cfg_t){.tp = 2});
+  gang_parallel_config_t cfg = gang_test_parallel_config((cfg_t){.tp = 2});
   const int survivors[] = {0, 1, 2, 4, 5, 6, 7};
   gang_parallel_config_t now;
   gang_parallel_config_init(&now);
@@ -298,7 +284,7 @@ static void capacity_and_outputs(void** state) {
   assert_int_equal(cfg.dp, 3);
   assert_int_equal(cfg.tp, 2);
   /* new_config's struct_size is checked, as any sized struct's. */
-  cfg = make_cfg((cfg_t){.tp = 2});
+  cfg = gang_test_parallel_config((cfg_t){.tp = 2});
   gang_parallel_config_t raw;
   memset(&raw, 0, sizeof raw);
   assert_int_equal(gang_layout_after_loss(8, &cfg, survivors, 7, &raw,
@@ -312,7 +298,7 @@ static void split_on_fake_gangs(void** state) {
   (void)state;
   gang_t* g = NULL;
   assert_int_equal(gang_create_fake(0, 4, &g), GANG_OK);
-  gang_parallel_config_t cfg = make_cfg((cfg_t){.tp = 2});
+  gang_parallel_config_t cfg = gang_test_parallel_config((cfg_t){.tp = 2});
   gangs_t* out = (gangs_t*)&cfg;
   assert_int_equal(gangs_split_after_loss(g, g, &cfg, &out),
                    GANG_ERR_UNSUPPORTED);
