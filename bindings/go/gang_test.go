@@ -25,6 +25,7 @@ func init() {
 	workers["killed"] = peerKilled
 	workers["late"] = latePeer
 	workers["split"] = split
+	workers["afterLoss"] = afterLoss
 }
 
 func newGang() *gang.Gang {
@@ -280,6 +281,43 @@ func peerKilled() error {
 	return nil
 }
 
+// afterLoss: 4 ranks of tp=2 (replicas [0,1] [2,3]); rank 3 is killed, the
+// survivors shrink and carve the layout of the whole replica, [0,1]; rank
+// 2 is a spare.
+func afterLoss() error {
+	g, err := gang.New(gang.Options{Timeout: failureTimeout})
+	must(err)
+	defer g.Close()
+	x := []float32{1, 2, 3}
+	must(gang.AllReduce(g, x, gang.Sum))
+	r := g.Rank()
+	if r == 3 {
+		time.Sleep(500 * time.Millisecond) // let the others enter the all-reduce
+		syscall.Kill(os.Getpid(), syscall.SIGKILL)
+	}
+	if err := gang.AllReduce(g, x, gang.Sum); err == nil {
+		fatalf("AllReduce with a killed peer succeeded")
+	}
+	small, err := g.Shrink(0)
+	must(err)
+	defer small.Close()
+	gs, err := gang.SplitAfterLoss(g, small, gang.ParallelConfig{TP: 2})
+	must(err)
+	expect("a spare gets no gangs", gs == nil, r == 2)
+	if gs != nil {
+		expect("active ranks", gs.Root.Ranks(), []int{0, 1})
+		expect("rank in the active gang", gs.Root.Rank(), r)
+		expect("tp spans the active gang", gs.TP == gs.Root && gs.DP.Size() == 1, true)
+		y := []int{r + 1}
+		must(gang.AllReduce(gs.TP, y, gang.Sum))
+		expect("AllReduce over tp", y[0], 3)
+		must(gs.Close())
+		expect("Close frees the root", gs.Root.Barrier() != nil, true)
+	}
+	must(small.Barrier()) // the spare is still in the shrunk gang
+	return nil
+}
+
 func latePeer() error {
 	g, err := gang.New(gang.Options{Timeout: time.Second})
 	must(err)
@@ -374,6 +412,45 @@ func TestPeerKilled(t *testing.T) {
 	}
 	if ws, ok := exitStatus(results[2].err); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
 		t.Errorf("the killed rank ended with %v", results[2].err)
+	}
+}
+
+func TestSplitAfterLoss(t *testing.T) {
+	results := runRanks(t, 4, "afterLoss", false)
+	for _, res := range results[:3] {
+		if res.err != nil {
+			t.Errorf("rank %d: %v\n%s", res.rank, res.err, res.output)
+		}
+	}
+	if ws, ok := exitStatus(results[3].err); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
+		t.Errorf("the killed rank ended with %v", results[3].err)
+	}
+}
+
+func TestLayoutAfterLoss(t *testing.T) {
+	// gang.h's example: 8 ranks, tp=2, rank 3 lost.
+	got, err := gang.LayoutAfterLoss(8, gang.ParallelConfig{TP: 2}, []int{7, 6, 5, 4, 2, 1, 0})
+	want := gang.AfterLoss{Config: gang.ParallelConfig{TP: 2, DP: 3}, Active: []int{0, 1, 4, 5, 6, 7}, Spares: []int{2}}
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Errorf("LayoutAfterLoss: %+v %v, want %+v", got, err, want)
+	}
+	// Megatron's order, 12 ranks tp=2 pp=2: replica {2,3,8,9} broken.
+	cfg := gang.ParallelConfig{TP: 2, PP: 2, Order: "tp-cp-dp-pp"}
+	got, err = gang.LayoutAfterLoss(12, cfg, []int{0, 1, 2, 4, 5, 6, 7, 8, 9, 10, 11})
+	cfg.DP = 2
+	want = gang.AfterLoss{Config: cfg, Active: []int{0, 1, 4, 5, 6, 7, 10, 11}, Spares: []int{2, 8, 9}}
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Errorf("LayoutAfterLoss Megatron: %+v %v, want %+v", got, err, want)
+	}
+	// SDP=2 must divide DP: 7 whole replicas, 6 kept.
+	got, err = gang.LayoutAfterLoss(8, gang.ParallelConfig{SDP: 2}, []int{0, 1, 2, 3, 4, 6, 7})
+	if err != nil || got.Config.DP != 6 || !reflect.DeepEqual(got.Spares, []int{7}) {
+		t.Errorf("LayoutAfterLoss sdp=2: %+v %v", got, err)
+	}
+	for _, survivors := range [][]int{{0, 3}, {}, {0, 0}, {9}} {
+		if _, err := gang.LayoutAfterLoss(4, gang.ParallelConfig{TP: 2}, survivors); !errors.Is(err, gang.ErrInvalidArgument) {
+			t.Errorf("LayoutAfterLoss %v: %v", survivors, err)
+		}
 	}
 }
 

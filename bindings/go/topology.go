@@ -1,7 +1,9 @@
 package gang
 
 import (
+	"math"
 	"runtime"
+	"sort"
 
 	"gang.dev/gang/internal/capi"
 )
@@ -39,9 +41,11 @@ type ParallelConfig struct {
 	Order          string
 }
 
-// Gangs holds the gang of every axis, carved from Root by SplitParallel.
-// Axes with the same members share one *Gang; Root is the gang that was
-// split, which Gangs does not own. Close frees the others.
+// Gangs holds the gang of every axis, carved from Root by SplitParallel
+// or SplitAfterLoss. Axes with the same members share one *Gang. From
+// SplitParallel, Root is the gang that was split, which Gangs does not
+// own, and Close frees the others; from SplitAfterLoss, Root is the new
+// gang of the active ranks, and Close frees it too.
 type Gangs struct {
 	Root, DP, TP, PP, CP, EP, EDP, SDP, RDP, MP, DPCP *Gang
 
@@ -66,7 +70,14 @@ func SplitParallel(root *Gang, cfg ParallelConfig) (*Gangs, error) {
 		return nil, err
 	}
 	gs := &Gangs{Root: root, h: capi.SwigcptrGangsHandle(handle)}
-	byHandle := map[uintptr]*Gang{h.Swigcptr(): root}
+	gs.fill(h.Swigcptr())
+	return gs, nil
+}
+
+// fill sets the axes other than Root from the gangs_t, one *Gang per
+// distinct handle; rootHandle is Root's.
+func (gs *Gangs) fill(rootHandle uintptr) {
+	byHandle := map[uintptr]*Gang{rootHandle: gs.Root}
 	get := func(axis Axis) *Gang {
 		axisHandle := capi.Gangs_get(gs.h, int(axis)).Swigcptr()
 		g, ok := byHandle[axisHandle]
@@ -80,7 +91,6 @@ func SplitParallel(root *Gang, cfg ParallelConfig) (*Gangs, error) {
 	gs.EP, gs.EDP, gs.SDP, gs.RDP = get(AxisEP), get(AxisEDP), get(AxisSDP), get(AxisRDP)
 	gs.MP, gs.DPCP = get(AxisMP), get(AxisDPCP)
 	runtime.SetFinalizer(gs, (*Gangs).Close)
-	return gs, nil
 }
 
 // Get returns the gang of an axis, nil for an unknown axis.
@@ -112,14 +122,15 @@ func (gs *Gangs) Get(axis Axis) *Gang {
 	return nil
 }
 
-// Close frees the gangs SplitParallel made (not Root); they become
-// unusable. Closing twice is a no-op.
+// Close frees the gangs SplitParallel made (not Root), or all of them,
+// Root included, for SplitAfterLoss; they become unusable. Closing twice
+// is a no-op.
 func (gs *Gangs) Close() error {
 	if gs == nil || gs.h == nil {
 		return nil
 	}
-	for _, g := range []*Gang{gs.DP, gs.TP, gs.PP, gs.CP, gs.EP, gs.EDP, gs.SDP, gs.RDP, gs.MP, gs.DPCP} {
-		if g != gs.Root {
+	for _, g := range []*Gang{gs.Root, gs.DP, gs.TP, gs.PP, gs.CP, gs.EP, gs.EDP, gs.SDP, gs.RDP, gs.MP, gs.DPCP} {
+		if g.owner == gs {
 			g.h = nil
 		}
 	}
@@ -150,4 +161,95 @@ func Layout(size int, cfg ParallelConfig, axis Axis, rank int) ([]int, error) {
 		out[i] = int(ranks[i])
 	}
 	return out, nil
+}
+
+// AfterLoss is the layout after a loss (LayoutAfterLoss): the new
+// configuration (only DP differs from the old one, and is always set), the
+// old ranks that go on in new-rank order (new rank i was old rank
+// Active[i]) and the survivors set aside, ascending.
+type AfterLoss struct {
+	Config ParallelConfig
+	Active []int
+	Spares []int
+}
+
+// LayoutAfterLoss computes, without processes, the largest layout of cfg's
+// degrees that the survivors (old ranks, in any order) of a gang of size
+// ranks still fit (gang.h, "After a lost rank"): the data-parallel
+// replicas (the TP*CP*PP ranks of one dp coordinate) that survived whole
+// go on, DP lowered to their count (and further if EP or SDP must divide
+// DP*CP, dropping the highest replicas); the other survivors are spares.
+// ErrInvalidArgument for a bad configuration, a survivor out of range or
+// listed twice, or when no replica survived whole.
+func LayoutAfterLoss(size int, cfg ParallelConfig, survivors []int) (AfterLoss, error) {
+	alive := make([]int32, len(survivors)+1) // never empty: &alive[0]
+	for i, r := range survivors {
+		if r < math.MinInt32 || r > math.MaxInt32 {
+			return AfterLoss{}, invalid("LayoutAfterLoss: a survivor is out of range")
+		}
+		alive[i] = int32(r)
+	}
+	active := make([]int32, len(survivors)+1)
+	var n uint64
+	err := call(func() int {
+		return capi.Gang_bind_layout_after_loss(size, cfg.TP, cfg.CP, cfg.PP, cfg.DP, cfg.EP, cfg.SDP, cfg.Order,
+			&alive[0], len(survivors), &active[0], int64(len(survivors)), &n)
+	})
+	if err != nil {
+		return AfterLoss{}, err
+	}
+	out := AfterLoss{Config: cfg, Active: make([]int, n), Spares: []int{}}
+	kept := make(map[int]bool, n)
+	for i := range out.Active {
+		out.Active[i] = int(active[i])
+		kept[out.Active[i]] = true
+	}
+	for _, r := range survivors {
+		if !kept[r] {
+			out.Spares = append(out.Spares, r)
+		}
+	}
+	sort.Ints(out.Spares)
+	model := 1
+	for _, d := range []int{cfg.TP, cfg.CP, cfg.PP} {
+		if d > 0 {
+			model *= d
+		}
+	}
+	out.Config.DP = int(n) / model
+	return out, nil
+}
+
+// SplitAfterLoss carves the gangs of the layout after a loss
+// (LayoutAfterLoss). Collective over shrunk, the gang old.Shrink made;
+// every rank passes its own old gang (which may have failed: only its rank
+// and size are read) and the configuration old was laid out by, the same
+// on every rank (ErrMismatch otherwise). A rank that goes on gets Gangs
+// whose Root is a new gang of the active ranks in new-rank order, which
+// the Gangs owns: Close frees it with the others. A spare gets nil, nil;
+// it stays a member of shrunk, as the active ranks do, so the program
+// decides whether it waits there or exits.
+func SplitAfterLoss(old, shrunk *Gang, cfg ParallelConfig) (*Gangs, error) {
+	oh, err := old.handle()
+	if err != nil {
+		return nil, err
+	}
+	sh, err := shrunk.handle()
+	if err != nil {
+		return nil, err
+	}
+	var handle uintptr
+	err = call(func() int {
+		return capi.Gang_bind_split_after_loss(oh, sh, cfg.TP, cfg.CP, cfg.PP, cfg.DP, cfg.EP, cfg.SDP, cfg.Order, &handle)
+	})
+	runtime.KeepAlive(old)
+	runtime.KeepAlive(shrunk)
+	if err != nil || handle == 0 {
+		return nil, err
+	}
+	gs := &Gangs{h: capi.SwigcptrGangsHandle(handle)}
+	rootHandle := capi.Gangs_get(gs.h, int(AxisRoot)).Swigcptr()
+	gs.Root = newGang(rootHandle, gs)
+	gs.fill(rootHandle)
+	return gs, nil
 }

@@ -43,6 +43,7 @@
 %nothread gang_axis_name;
 %nothread gang_work_test;
 %nothread gang_bind_layout_ranks;
+%nothread gang_bind_layout_after_loss;
 %nothread set_error_factory;
 
 %include "../swig/gang.i"

@@ -544,6 +544,12 @@ static int gang_py_ints(PyObject* seq, int** out, int* n) {
   PyMem_Free(ranks$argnum);
 %}
 
+/* gang_bind_layout_after_loss: the survivors in, the active ranks out. */
+%apply (const int* ranks, int n) { (const int* survivors, int n_survivors) };
+%apply (int* ranks, size_t capacity, size_t* n) {
+  (int* active, size_t capacity, size_t* n_active)
+};
+
 /* ---- scalar results ----------------------------------------------------- */
 
 /* gang_broadcast_flag's int* out: a bool. */

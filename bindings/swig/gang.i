@@ -196,4 +196,30 @@ static gang_status_t gang_bind_layout_ranks(int size, int tp, int cp, int pp,
   gang_bind_config_(&config, tp, cp, pp, dp, ep, sdp, order);
   return gang_layout_ranks(size, &config, axis, rank, ranks, capacity, n);
 }
+
+/* gangs_split_after_loss with the degrees as arguments (<= 0: default). */
+static gang_status_t gang_bind_split_after_loss(gang_t* old_gang,
+                                                gang_t* shrunk, int tp, int cp,
+                                                int pp, int dp, int ep,
+                                                int sdp, const char* order,
+                                                gangs_t** out) {
+  gang_parallel_config_t config;
+  gang_bind_config_(&config, tp, cp, pp, dp, ep, sdp, order);
+  return gangs_split_after_loss(old_gang, shrunk, &config, out);
+}
+
+/* gang_layout_after_loss with the degrees as arguments (<= 0: default).
+ * Only dp changes, so only the active ranks come back: the new dp is
+ * *n_active / (tp*cp*pp). */
+static gang_status_t gang_bind_layout_after_loss(
+    int size, int tp, int cp, int pp, int dp, int ep, int sdp,
+    const char* order, const int* survivors, int n_survivors, int* active,
+    size_t capacity, size_t* n_active) {
+  gang_parallel_config_t config, now;
+  gang_bind_config_(&config, tp, cp, pp, dp, ep, sdp, order);
+  gang_parallel_config_init(&now);
+  return gang_layout_after_loss(
+      size, &config, survivors, n_survivors > 0 ? (size_t)n_survivors : 0,
+      &now, active, capacity, n_active);
+}
 %}

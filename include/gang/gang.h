@@ -918,6 +918,75 @@ GANG_API gang_status_t gang_layout_ranks(int size,
                                          gang_axis_t axis, int rank, int* ranks,
                                          size_t capacity, size_t* n);
 
+/* After a lost rank.
+ *
+ * The survivors of a gang laid out by a configuration (gang_shrink made
+ * their gang) go on in the same layout with fewer data-parallel replicas.
+ * A replica is the tp*cp*pp ranks sharing one dp coordinate, one whole copy
+ * of the model; one that lost a rank cannot run, its tp, cp or pp gangs
+ * being broken. The rule:
+ *  - The replicas all of whose ranks survived are kept; the survivors of
+ *    broken replicas are spares.
+ *  - dp becomes the number kept, lowered further to the largest count the
+ *    configuration accepts (ep and an explicit sdp must divide dp*cp) by
+ *    dropping the kept replicas with the highest dp coordinates, whose
+ *    ranks become spares too. tp, cp, pp, ep, sdp and order stay as they
+ *    were (sdp -1 stays a full shard, now of the new dp*cp).
+ *  - Each kept replica keeps its tp, cp and pp coordinates, and the kept
+ *    replicas take dp coordinates 0, 1, ... in the order of their old ones;
+ *    the new ranks follow from `order` as in any layout. Since that keeps
+ *    the order of every coordinate, the active ranks keep the order of
+ *    their old ranks whatever `order` is (with "tp-cp-dp-pp" and pp > 1
+ *    they are not a contiguous block, but still ascending).
+ *  - When no replica survived whole, no layout of the configuration fits:
+ *    GANG_ERR_INVALID_ARGUMENT saying so. Going on with a smaller tp*cp*pp
+ *    means resharding the model, which is the program's to decide.
+ * Example: 8 ranks with tp=2 (dp=4; replicas [0,1] [2,3] [4,5] [6,7]) lose
+ * rank 3. Replica 1 is broken, so dp=3; the active ranks are the old ranks
+ * [0,1,4,5,6,7] (new rank i is the i-th of them: new tp gangs [0,1] [2,3]
+ * [4,5], new dp gangs [0,2,4] [1,3,5]) and old rank 2 is a spare. */
+
+/** The layout after a loss as a pure function (no processes or traffic):
+ *  given a gang of `size` laid out by `config` and the old ranks that
+ *  survived, survivors[0..n_survivors) in any order, writes the new
+ *  configuration to *new_config and the active old ranks in new-rank order
+ *  to active[0..*n_active): new rank i was old rank active[i]. The survivors
+ *  not listed are the spares. new_config must be initialised with
+ *  gang_parallel_config_init (its struct_size is honoured); it gets the
+ *  degrees of the rule above, dp always explicit, and its order points at
+ *  config->order (the caller's string). new_config may be config itself.
+ *  capacity n_survivors always suffices; if capacity is too small, sets
+ *  *n_active to the number needed and returns GANG_ERR_INVALID_ARGUMENT,
+ *  writing nothing else. GANG_ERR_INVALID_ARGUMENT also for a bad
+ *  configuration, a survivor out of range or listed twice (naming
+ *  "survivors"), and when no layout fits. Added in 0.3. */
+GANG_API gang_status_t gang_layout_after_loss(
+    int size, const gang_parallel_config_t* config, const int* survivors,
+    size_t n_survivors, gang_parallel_config_t* new_config, int* active,
+    size_t capacity, size_t* n_active);
+
+/** Carves the gangs of the layout after a loss. Collective over `shrunk`,
+ *  the gang gang_shrink made from `old_gang`; every rank passes its own
+ *  old_gang (only its rank and size are read, so a failed or aborted one
+ *  will do) and the same configuration, the one old_gang was laid out by
+ *  (a differing configuration or old gang size is GANG_ERR_MISMATCH on every
+ *  rank). The ranks learn each other's old ranks (one all-gather over
+ *  shrunk) and apply the rule above. An active rank gets gangs made as by
+ *  gangs_split_parallel with the new configuration on a new gang of the
+ *  active ranks in new-rank order, "<shrunk's name>/loss<n>", which is
+ *  their root (gangs_get(..., GANG_AXIS_ROOT)) and which *out owns:
+ *  gangs_destroy frees it with the others. A spare gets GANG_OK and
+ *  *out = NULL; it stays a member of `shrunk`, as the active ranks do, so
+ *  the program may keep it there (say, waiting in a collective on shrunk
+ *  for the end of the job, or to take a replica's place later) or let it
+ *  exit once the others no longer use shrunk. shrunk stays usable either
+ *  way. GANG_ERR_INVALID_ARGUMENT when no layout fits (on every rank,
+ *  shrunk usable), GANG_ERR_UNSUPPORTED on a fake gang. Also works with
+ *  old_gang == shrunk, where nothing was lost. Added in 0.3. */
+GANG_API gang_status_t gangs_split_after_loss(
+    gang_t* old_gang, gang_t* shrunk, const gang_parallel_config_t* config,
+    gangs_t** out);
+
 /* ========================================================================
  * Environment and launch
  *

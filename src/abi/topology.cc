@@ -1,7 +1,12 @@
-// Parallel topology: gangs_split_parallel, gangs_get and the pure layout.
+// Parallel topology: gangs_split_parallel, gangs_get and the pure layout,
+// and the same after a lost rank (gangs_split_after_loss,
+// gang_layout_after_loss).
 #include <cstring>
+#include <tuple>
+#include <vector>
 
 #include "abi/shim.h"
+#include "topology/after_loss.h"
 #include "topology/layout.h"
 
 using gang::Status;
@@ -61,11 +66,41 @@ Axis to_axis(gang_axis_t axis, const char* api) {
   return kAxes[axis];
 }
 
-std::string fingerprint(const gang::topology::Layout& l,
-                        const gang::topology::ParallelConfig& c) {
-  return gang::str_cat(
-      "tp=", c.tp, " cp=", c.cp, " pp=", c.pp, " dp=", l.degree(Axis::kDp),
-      " ep=", c.ep, " sdp=", l.degree(Axis::kSdp), " order=", l.order_string());
+// A gangs_t for the gangs of `made`, one handle per distinct gang, whose
+// root (made[kRoot]) has the handle `root`: the caller's, or with owns_root
+// the gangs_t's own, freed by gangs_destroy like the others. Should a
+// handle fail to be made, the owned ones made so far are destroyed with
+// their gangs.
+gangs_t* insert_gangs(const gang::core::Gang::AxisGangs& made, gang_t* root,
+                      bool owns_root) {
+  auto gangs = std::make_shared<gang::abi::Gangs>();
+  static_assert(std::tuple_size<gang::core::Gang::AxisGangs>::value ==
+                    sizeof gangs->axes / sizeof gangs->axes[0],
+                "one handle per axis");
+  struct Undo {
+    gang::abi::Gangs* gangs;
+    ~Undo() {
+      if (gangs) {
+        for (gang_t* h : gangs->owned) gang_destroy(h);
+      }
+    }
+  } undo{gangs.get()};
+  if (owns_root) gangs->owned.push_back(root);
+  for (size_t a = 0; a < made.size(); ++a) {
+    gang_t* h = nullptr;
+    if (made[a] == made[0]) h = root;
+    for (size_t b = 0; b < a && !h; ++b) {
+      if (made[b] == made[a]) h = gangs->axes[b];
+    }
+    if (!h) {
+      h = gang::abi::wrap_gang(made[a]);
+      gangs->owned.push_back(h);
+    }
+    gangs->axes[a] = h;
+  }
+  gangs_t* handle = gang::abi::gangs_table().insert(gangs);
+  undo.gangs = nullptr;
+  return handle;
 }
 
 }  // namespace
@@ -97,37 +132,30 @@ GANG_API gang_status_t gangs_split_parallel(
   const auto root = gang::abi::pin_gang(g, api);
   const auto cfg = read_config(config, api);
   const gang::topology::Layout layout(root->size(), cfg, api);
-  const auto made = root->split_parallel(layout, fingerprint(layout, cfg));
+  const auto made = root->split_parallel(layout);
 
-  auto gangs = std::make_shared<gang::abi::Gangs>();
-  if (made.size() > sizeof gangs->axes / sizeof gangs->axes[0]) {
-    gang::fail(Status::kInternal, api, ": ", made.size(), " axes");
-  }
-  // One handle per distinct gang; the root is the caller's own. Should a
-  // handle fail to be made, those made so far are destroyed with their
-  // gangs.
-  struct Undo {
-    gang::abi::Gangs* gangs;
-    ~Undo() {
-      if (gangs) {
-        for (gang_t* h : gangs->owned) gang_destroy(h);
-      }
-    }
-  } undo{gangs.get()};
-  for (size_t a = 0; a < made.size(); ++a) {
-    gang_t* h = nullptr;
-    if (made[a] == root) h = g;
-    for (size_t b = 0; b < a && !h; ++b) {
-      if (made[b] == made[a]) h = gangs->axes[b];
-    }
-    if (!h) {
-      h = gang::abi::wrap_gang(made[a]);
-      gangs->owned.push_back(h);
-    }
-    gangs->axes[a] = h;
-  }
-  *out = gang::abi::gangs_table().insert(gangs);
-  undo.gangs = nullptr;
+  *out = insert_gangs(made, g, /*owns_root=*/false);
+  return GANG_OK;
+  GANG_ABI_CATCH
+}
+
+GANG_API gang_status_t gangs_split_after_loss(
+    gang_t* old_gang, gang_t* shrunk, const gang_parallel_config_t* config,
+    gangs_t** out) {
+  GANG_ABI_TRY
+  static const char* const api = "gangs_split_after_loss";
+  gang::abi::out_arg(out, api, "out");
+  *out = nullptr;
+  gang::abi::out_arg(old_gang, api, "old_gang");
+  gang::abi::out_arg(shrunk, api, "shrunk");
+  // Only the old gang's place is read, so a failed or aborted one will do.
+  const auto old = gang::abi::pin_gang(old_gang, api);
+  const auto impl = gang::abi::pin_gang(shrunk, api);
+  const auto cfg = read_config(config, api);
+  const auto made = impl->split_after_loss(old->rank(), old->size(), cfg);
+  if (!made.active) return GANG_OK;
+  *out = insert_gangs(made.axes, gang::abi::wrap_gang(made.active),
+                      /*owns_root=*/true);
   return GANG_OK;
   GANG_ABI_CATCH
 }
@@ -179,6 +207,47 @@ GANG_API gang_status_t gang_layout_ranks(int size,
   }
   gang::abi::out_arg(ranks, api, "ranks");
   std::memcpy(ranks, group.data(), group.size() * sizeof(int));
+  return GANG_OK;
+  GANG_ABI_CATCH
+}
+
+GANG_API gang_status_t gang_layout_after_loss(
+    int size, const gang_parallel_config_t* config, const int* survivors,
+    size_t n_survivors, gang_parallel_config_t* new_config, int* active,
+    size_t capacity, size_t* n_active) {
+  GANG_ABI_TRY
+  static const char* const api = "gang_layout_after_loss";
+  gang::abi::out_arg(n_active, api, "n_active");
+  *n_active = 0;
+  const auto cfg = read_config(config, api);
+  const char* const order = config->order;  // before new_config may alias it
+  gang::abi::out_arg(new_config, api, "new_config");
+  gang_parallel_config_t c;
+  gang::abi::read_sized(&c, sizeof c, new_config, new_config->struct_size,
+                        kConfigV0Size, api, "new_config");
+  const size_t caller_size = c.struct_size;
+  if (survivors == nullptr && n_survivors > 0) {
+    gang::fail(Status::kInvalidArgument, api, ": survivors is NULL");
+  }
+  const std::vector<int> alive(survivors, survivors + n_survivors);
+  const auto plan = gang::topology::after_loss(size, cfg, alive, api);
+  *n_active = plan.active.size();
+  if (capacity < plan.active.size()) {
+    gang::fail(Status::kInvalidArgument, api, ": capacity ", capacity,
+               " is below the ", plan.active.size(), " active ranks");
+  }
+  gang::abi::out_arg(active, api, "active");
+  std::memcpy(active, plan.active.data(), plan.active.size() * sizeof(int));
+  defaults(&c);
+  c.struct_size = caller_size;
+  c.tp = plan.config.tp;
+  c.cp = plan.config.cp;
+  c.pp = plan.config.pp;
+  c.dp = plan.config.dp;
+  c.ep = plan.config.ep;
+  c.sdp = plan.config.sdp;
+  c.order = order;
+  std::memcpy(new_config, &c, caller_size < sizeof c ? caller_size : sizeof c);
   return GANG_OK;
   GANG_ABI_CATCH
 }

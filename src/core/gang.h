@@ -120,10 +120,21 @@ class Gang : public std::enable_shared_from_this<Gang> {
   static std::shared_ptr<Gang> join(const GangOptions& options);
   // Collective over this gang: the gang of every axis of `layout`, indexed
   // by topology::Axis. Axes with the same ranks share one gang; an axis
-  // spanning this gang is this gang.
+  // spanning this gang is this gang. Ranks with different layouts fail
+  // with kMismatch.
   using AxisGangs = std::array<std::shared_ptr<Gang>, topology::kNumAxes>;
-  AxisGangs split_parallel(const topology::Layout& layout,
-                           const std::string& fingerprint);
+  AxisGangs split_parallel(const topology::Layout& layout);
+  // gangs_split_after_loss (membership.cc): collective over this gang, which
+  // gang_shrink made from a gang of old_size where this rank was old_rank,
+  // laid out by `config`. The survivors learn each other's old ranks, keep
+  // the whole replicas (topology/after_loss.h) in a new gang, and split it
+  // by the reduced layout. A spare (a survivor left out) gets null gangs.
+  struct AfterLossGangs {
+    std::shared_ptr<Gang> active;  // the gang of the kept replicas
+    AxisGangs axes;                // its split; axes[kRoot] is `active`
+  };
+  AfterLossGangs split_after_loss(int old_rank, int old_size,
+                                  const topology::ParallelConfig& config);
 
   // Byte payloads and helpers (blocking, over the control channel). See
   // gang.h for their contracts.

@@ -223,4 +223,10 @@ std::string Layout::order_string() const {
   return out;
 }
 
+std::string Layout::describe() const {
+  return str_cat("tp=", degree_[0], " cp=", degree_[1], " pp=", degree_[2],
+                 " dp=", degree_[3], " ep=", ep_, " sdp=", sdp_,
+                 " order=", order_string());
+}
+
 }  // namespace gang::topology

@@ -71,6 +71,10 @@ class Layout {
 
   // "tp-cp-pp-dp" with the defaults filled in.
   std::string order_string() const;
+  // Every degree and the order, defaults resolved ("tp=2 cp=1 pp=1 dp=4
+  // ep=1 sdp=4 order=tp-cp-pp-dp"): equal for equal layouts, so ranks
+  // compare it to agree on one.
+  std::string describe() const;
 
  private:
   // Dense axis slots in Coords order: 0 tp, 1 cp, 2 pp, 3 dp.

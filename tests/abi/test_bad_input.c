@@ -66,6 +66,12 @@ static int null_handles(void) {
   gang_t* sub = NULL;
   gang_status_t st = GANG_OK;
   const int ranks[1] = {0};
+  const int twice[2] = {1, 1};
+  gangs_t* gangs = NULL;
+  gang_parallel_config_t pc;
+  int active[4];
+  size_t nactive = 0;
+  gang_parallel_config_init(&pc);
 
   BAD(gang_all_reduce(NULL, A, B, 1, GANG_INT64, GANG_SUM, NULL), "gang");
   BAD(gang_reduce(NULL, A, B, 1, GANG_INT64, GANG_SUM, 0, NULL), "gang");
@@ -91,6 +97,14 @@ static int null_handles(void) {
   BAD(gang_all_sum(NULL, 1.0, &d), "gang");
   BAD(gang_split(NULL, 0, 0, &sub), "gang");
   BAD(gang_create_subgang(NULL, ranks, 1, &sub), "gang");
+  BAD(gangs_split_after_loss(NULL, NULL, &pc, &gangs), "old_gang");
+  BAD(gang_layout_after_loss(4, NULL, ranks, 1, &pc, active, 4, &nactive), "config");
+  BAD(gang_layout_after_loss(4, &pc, ranks, 1, &pc, active, 4, NULL), "n_active");
+  BAD(gang_layout_after_loss(4, &pc, ranks, 1, NULL, active, 4, &nactive), "new_config");
+  BAD(gang_layout_after_loss(4, &pc, NULL, 1, &pc, active, 4, &nactive), "survivors");
+  BAD(gang_layout_after_loss(4, &pc, twice, 2, &pc, active, 4, &nactive), "survivors[1]");
+  BAD(gang_layout_after_loss(0, &pc, ranks, 1, &pc, active, 4, &nactive), "gang size");
+  BAD(gang_layout_after_loss(4, &pc, ranks, 1, &pc, NULL, 4, &nactive), "active");
   BAD(gang_abort(NULL), "gang");
   BAD(gang_set_timeout(NULL, 1000), "gang");
   BAD(gang_get_async_error(NULL, &st), "gang");
@@ -283,6 +297,14 @@ static int battery(gang_t* g, int rank, int size) {
   EXPECT(gang_set_cuda_completion(g, GANG_CUDA_COMPLETION_HOST), GANG_OK, "");
   BAD(gang_shrink(NULL, 0, &sub), "gang");
   BAD(gang_shrink(g, 0, NULL), "out");
+  {
+    gangs_t* gangs = NULL;
+    gang_parallel_config_t pc;
+    gang_parallel_config_init(&pc);
+    BAD(gangs_split_after_loss(g, NULL, &pc, &gangs), "shrunk");
+    BAD(gangs_split_after_loss(g, g, NULL, &gangs), "config");
+    BAD(gangs_split_after_loss(g, g, &pc, NULL), "out");
+  }
   BAD(gang_split(g, -2, 0, &sub), "color");
   BAD(gang_split(g, 0, 0, NULL), "out");
   BAD(gang_create_subgang(g, dup, 2, &sub), "ranks");

@@ -363,3 +363,16 @@ int gang_test_run(const gang_test_opts_t* o) {
   stop_store(server);
   return failed;
 }
+
+gang_parallel_config_t gang_test_parallel_config(gang_test_degrees_t d) {
+  gang_parallel_config_t c;
+  gang_parallel_config_init(&c);
+  c.tp = d.tp ? d.tp : 1;
+  c.cp = d.cp ? d.cp : 1;
+  c.pp = d.pp ? d.pp : 1;
+  c.dp = d.dp ? d.dp : -1;
+  c.ep = d.ep ? d.ep : 1;
+  c.sdp = d.sdp ? d.sdp : -1;
+  c.order = d.order;
+  return c;
+}

@@ -28,6 +28,18 @@ extern "C" {
 /* Exit code that CTest reports as "skipped". */
 #define GANG_TEST_SKIP 77
 
+/* ---- parallel configurations ------------------------------------------- */
+
+/* Degrees of a layout, as designated initialisers: 0 and a NULL order keep
+ * gang's defaults. */
+typedef struct gang_test_degrees {
+  int tp, cp, pp, dp, ep, sdp;
+  const char* order;
+} gang_test_degrees_t;
+
+/* An initialised gang_parallel_config_t with those degrees. */
+gang_parallel_config_t gang_test_parallel_config(gang_test_degrees_t d);
+
 /* ---- running ranks ------------------------------------------------------ */
 
 /* A rank function with a gang: returns 0 on success. */

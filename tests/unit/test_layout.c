@@ -11,25 +11,11 @@
 #include <cmocka.h>
 #include <gang/gang.h>
 
+#include "harness.h"
+
 #define MAXR 64
 
-typedef struct {
-  int tp, cp, pp, dp, ep, sdp;
-  const char* order;
-} cfg_t;
-
-static gang_parallel_config_t make_cfg(cfg_t c) {
-  gang_parallel_config_t g;
-  gang_parallel_config_init(&g);
-  g.tp = c.tp ? c.tp : 1;
-  g.cp = c.cp ? c.cp : 1;
-  g.pp = c.pp ? c.pp : 1;
-  g.dp = c.dp ? c.dp : -1;
-  g.ep = c.ep ? c.ep : 1;
-  g.sdp = c.sdp ? c.sdp : -1;
-  g.order = c.order;
-  return g;
-}
+typedef gang_test_degrees_t cfg_t;
 
 /* Fills out with rank's group; returns its size. */
 static size_t group(int size, const gang_parallel_config_t* cfg,
@@ -44,7 +30,7 @@ static size_t group(int size, const gang_parallel_config_t* cfg,
  * a string like "[0,1] [2,3]" listing each group once at its lowest rank. */
 static void expect_groups(int size, cfg_t c, gang_axis_t axis,
                           const char* expect) {
-  gang_parallel_config_t cfg = make_cfg(c);
+  gang_parallel_config_t cfg = gang_test_parallel_config(c);
   char buf[2048] = "";
   int ranks[MAXR];
   for (int r = 0; r < size; ++r) {
@@ -97,7 +83,7 @@ static void megatron_order(void** state) {
 }
 
 static void expect_invalid(int size, cfg_t c, const char* message) {
-  gang_parallel_config_t cfg = make_cfg(c);
+  gang_parallel_config_t cfg = gang_test_parallel_config(c);
   int ranks[MAXR];
   size_t n = 0;
   assert_int_equal(gang_layout_ranks(size, &cfg, GANG_AXIS_DP, 0, ranks, MAXR, &n),
@@ -118,7 +104,7 @@ static void bad_configs_name_the_sizes(void** state) {
   expect_invalid(8, (cfg_t){.tp = -2}, "tp (-2) must be at least 1");
   expect_invalid(8, (cfg_t){.dp = 3}, "tp*cp*pp*dp (3) must equal the gang size (8)");
   /* Capacity too small reports the size needed. */
-  gang_parallel_config_t cfg = make_cfg((cfg_t){.tp = 4});
+  gang_parallel_config_t cfg = gang_test_parallel_config((cfg_t){.tp = 4});
   int ranks[2];
   size_t n = 0;
   assert_int_equal(gang_layout_ranks(8, &cfg, GANG_AXIS_TP, 0, ranks, 2, &n),

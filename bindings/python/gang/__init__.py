@@ -41,15 +41,18 @@ from .errors import (
 from .topology import (
     Axis,
     Gangs,
+    LayoutAfterLoss,
     create_fake_gangs,
     create_fsdp_gangs,
     create_parallel_gangs,
     get_current_gangs,
     get_default_gangs,
     layout,
+    layout_after_loss,
     maybe_get_current_gangs,
     set_default_gangs,
     set_gangs,
+    split_after_loss,
     split_parallel,
 )
 from .utils import (
@@ -71,6 +74,7 @@ __all__ = [
     "FakeGang",
     "Gang",
     "Gangs",
+    "LayoutAfterLoss",
     "ProcessGroupGang",
     "GangAbortedError",
     "GangError",
@@ -97,8 +101,10 @@ __all__ = [
     "get_default_device",
     "get_default_gangs",
     "layout",
+    "layout_after_loss",
     "maybe_get_current_gangs",
     "set_default_gangs",
     "set_gangs",
+    "split_after_loss",
     "split_parallel",
 ]

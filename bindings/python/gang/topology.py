@@ -13,6 +13,7 @@ import enum
 import threading
 import warnings
 import weakref
+from typing import NamedTuple, Optional
 
 from . import capi
 from ._gang import FakeGang, Gang, as_device, detect_env
@@ -22,13 +23,16 @@ from .errors import GangInvalidArgumentError
 __all__ = [
     "Axis",
     "Gangs",
+    "LayoutAfterLoss",
     "split_parallel",
+    "split_after_loss",
     "create_parallel_gangs",
     "create_fsdp_gangs",
     "create_fake_gangs",
     "get_current_gangs",
     "get_default_gangs",
     "layout",
+    "layout_after_loss",
     "maybe_get_current_gangs",
     "set_default_gangs",
     "set_gangs",
@@ -127,9 +131,12 @@ class Gangs:
         self.root = root
 
     @classmethod
-    def _split(cls, root: Gang, handle, config: dict, *, owns_root=False):
-        """The Gangs of a gangs_t from split_parallel."""
+    def _split(cls, root, handle, config: dict, *, owns_root=False, parent=None):
+        """The Gangs of a gangs_t from split_parallel; root None: the
+        gangs_t's own root, a sub-gang of `parent` (split_after_loss)."""
         self = cls.__new__(cls)
+        if root is None:
+            root = parent._child(capi.gangs_get(handle, Axis.ROOT), owner=self)
         self._init(root, handle, config, owns_root)
         by_pointer = {int(root._h): root}  # one Gang per distinct handle
         for name in cls._AXES[1:]:
@@ -168,9 +175,10 @@ class Gangs:
             part.close()
         handle, self._handle = self._handle, None
         if handle is not None:
-            for name in self._AXES[1:]:
+            # The gangs the gangs_t frees (root too, after a loss).
+            for name in self._AXES:
                 gang = getattr(self, name)
-                if gang is not self.root and gang._owner is self:
+                if gang._owner is self:
                     gang._detach()
             handle.thisown = False
             capi.gangs_destroy(handle)
@@ -414,3 +422,87 @@ def layout(size: int, axis, rank: int, **degrees) -> list:
     [1, 5]
     """
     return capi.gang_bind_layout_ranks(size, *_degrees(**degrees), _axis(axis), rank, size)
+
+
+# ---- after a lost rank ---------------------------------------------------------
+
+
+class LayoutAfterLoss(NamedTuple):
+    """The layout after a loss (:func:`layout_after_loss`): the new degrees
+    (only dp differs from the old ones), the old ranks that go on in
+    new-rank order (new rank i was old rank active[i]) and the survivors
+    set aside, ascending."""
+
+    tp: int
+    pp: int
+    cp: int
+    dp: int
+    ep: int
+    sdp: Optional[int]
+    order: Optional[str]
+    active: list
+    spares: list
+
+    @property
+    def degrees(self) -> dict:
+        """The new degrees as split_parallel's keyword arguments."""
+        return dict(tp=self.tp, pp=self.pp, cp=self.cp, ep=self.ep, dp=self.dp,
+                    sdp=self.sdp, order=self.order)
+
+
+def _loss_config(tp, pp, cp, dp, ep, sdp, order) -> dict:
+    # -1 is the C default of dp and sdp, as None is split_parallel's.
+    return dict(tp=tp, pp=pp, cp=cp, ep=ep, dp=None if dp == -1 else dp,
+                sdp=None if sdp == -1 else sdp, order=order)
+
+
+def layout_after_loss(size: int, survivors, *, tp=1, pp=1, cp=1, dp=None, ep=1, sdp=None,
+                      order=None) -> LayoutAfterLoss:
+    """The largest layout of the same degrees that the survivors of a gang
+    of `size` ranks still fit, without processes (gang.h, "After a lost
+    rank"): the data-parallel replicas (the tp*cp*pp ranks of one dp
+    coordinate) that survived whole go on, dp lowered to their count (and
+    further if ep or sdp must divide dp*cp, dropping the highest replicas);
+    the other survivors are spares.
+
+    survivors: the old ranks still alive, in any order. The degrees are the
+    old layout's, as in split_parallel (dp and sdp: None or -1 for the
+    defaults).
+
+    >>> layout_after_loss(8, [0, 1, 2, 4, 5, 6, 7], tp=2)
+    LayoutAfterLoss(tp=2, pp=1, cp=1, dp=3, ep=1, sdp=None, order=None, active=[0, 1, 4, 5, 6, 7], spares=[2])
+
+    Raises:
+        GangInvalidArgumentError: a bad configuration, a survivor out of
+            range or listed twice, or no replica survived whole.
+    """
+    config = _loss_config(tp, pp, cp, dp, ep, sdp, order)
+    survivors = list(survivors)
+    active = capi.gang_bind_layout_after_loss(size, *_degrees(**config), survivors,
+                                              len(survivors))
+    kept = set(active)
+    return LayoutAfterLoss(
+        tp=tp, pp=pp, cp=cp, dp=len(active) // (tp * cp * pp), ep=ep, sdp=config["sdp"],
+        order=order, active=active, spares=sorted(r for r in survivors if r not in kept))
+
+
+def split_after_loss(old_gang: Gang, shrunk: Gang, *, tp=1, pp=1, cp=1, dp=None, ep=1,
+                     sdp=None, order=None) -> Optional[Gangs]:
+    """The gangs of the layout after a loss (:func:`layout_after_loss`):
+    collective over `shrunk`, the gang ``old_gang.shrink()`` made, with the
+    degrees old_gang was laid out by, the same on every rank (old_gang may
+    have failed; only its rank and size are read).
+
+    Returns, on a rank that goes on, Gangs whose root is a new gang of the
+    active ranks in new-rank order, which the Gangs owns (close() frees it
+    with the others; ``with`` makes them current and closes them); on a
+    spare, None. Spares stay members of `shrunk` as the active ranks do:
+    the program decides whether they wait there or exit.
+    """
+    config = _loss_config(tp, pp, cp, dp, ep, sdp, order)
+    handle = capi.gang_bind_split_after_loss(old_gang._h, shrunk._h, *_degrees(**config))
+    if handle is None:
+        return None
+    gangs = Gangs._split(None, handle, config, parent=shrunk)
+    gangs._config = dict(config, dp=gangs.dp.size)
+    return gangs
