@@ -310,9 +310,9 @@ func (g *Gang) Split(color, key int) (*Gang, error) {
 // Shrink makes a gang of the survivors of g after a rank was lost (g may
 // have failed): collective over the ranks still alive, which agree on one
 // membership through g's store. The new gang ranks them in the order of
-// their old ranks and is named "<name>/shrink<n>"; g stays failed. A rank
-// that calls only after the others agreed gets an error saying it was
-// excluded. timeout <= 0 means g's timeout.
+// their old ranks and is named "<base>/shrink<n>" (see gang_shrink); g
+// stays failed. A rank that calls only after the others agreed gets an
+// error saying it was excluded. timeout <= 0 means g's timeout.
 func (g *Gang) Shrink(timeout time.Duration) (*Gang, error) {
 	h, err := g.handle()
 	if err != nil {

@@ -571,7 +571,11 @@ GANG_API gang_status_t gang_split(gang_t* parent, int color, int key,
  *  (all ranks arrived, or none new for GANG_SHRINK_SETTLE_MS, default 300
  *  ms), even if another dies meanwhile. *out is a new gang of those ranks,
  *  ranked in the order of their old ranks, on the same kind of backend,
- *  named "<name>/shrink<n>"; gang_root_rank keeps mapping to the root
+ *  named "<base>/shrink<n>", where n counts the membership changes behind
+ *  it (1 for the first) and base is the name without the last change's
+ *  segment ("root" shrinks to "root/shrink1", "root/grow2" to
+ *  "root/shrink3": names stay short however often a job shrinks and
+ *  grows); gang_root_rank keeps mapping to the root
  *  gang's ranks. timeout_ms <= 0 means the gang's timeout. The old gang
  *  stays failed: destroy it when convenient. A rank that calls after the
  *  agreement (it was frozen, or late) is excluded: GANG_ERR_ABORTED saying
@@ -591,7 +595,8 @@ GANG_API gang_status_t gang_shrink(gang_t* gang, int64_t timeout_ms,
  *  name, the part of its name before the first '/'): collective over the
  *  members, at a point the program chooses (a step boundary). All members
  *  admit the same joiners: those that asked before the members' look.
- *  *out is a new gang, "<name>/grow<n>", of the members first, in their
+ *  *out is a new gang, "<base>/grow<n>" (named as by gang_shrink), of
+ *  the members first, in their
  *  order, then the joiners in the order they asked; with no joiner waiting
  *  it returns GANG_OK at once with *out = NULL. The old gang stays usable
  *  (destroy it when the new one takes over). timeout_ms <= 0: the gang's

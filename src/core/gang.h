@@ -294,7 +294,9 @@ class Gang : public std::enable_shared_from_this<Gang> {
   std::string secret_;        // BackendConfig::secret; splits derive theirs
   uint64_t splits_ = 0;       // sub-gangs made so far; the same on every rank
   uint64_t shrinks_ = 0;      // gang_shrink calls so far, as splits_
-  uint64_t grows_ = 0;        // gang_grow calls so far, as splits_
+  // Membership changes behind this gang: 0 for a gang made by creation or
+  // split, n for "<base>/shrink<n>" and "<base>/grow<n>" (membership.cc).
+  uint64_t lineage_ = 0;
 
   // Issuing.
   std::unique_ptr<Executor> executor_;

@@ -24,6 +24,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <thread>
 #include <vector>
@@ -48,6 +49,27 @@ std::string members_text(const std::vector<int>& members) {
   std::string text;
   for (int m : members) text += str_cat(text.empty() ? "" : ",", m);
   return text;
+}
+
+// The name of the gang after membership change n: "<base>/<kind><n>", where
+// base is `name` without its own last change ("bench/grow2" shrinks to
+// "bench/shrink3"), so names stay short however often a job shrinks and
+// grows.
+std::string changed_name(const std::string& name, const char* kind, uint64_t n) {
+  std::string base = name;
+  const size_t slash = base.rfind('/');
+  if (slash != std::string::npos) {
+    for (const char* k : {"shrink", "grow"}) {
+      const size_t len = std::strlen(k);
+      const size_t digits = slash + 1 + len;
+      if (base.compare(slash + 1, len, k) == 0 && digits < base.size() &&
+          base.find_first_not_of("0123456789", digits) == std::string::npos) {
+        base.resize(slash);
+        break;
+      }
+    }
+  }
+  return str_cat(base, "/", kind, n);
 }
 
 std::vector<int> parse_members(const std::string& text) {
@@ -156,7 +178,7 @@ std::shared_ptr<Gang> Gang::shrink(Millis timeout) {
     };
     const std::vector<int> members = agree_survivors(id, left());
     const std::string label = str_cat("shrink", id);
-    const std::string new_name = str_cat(name_, "/", label);
+    const std::string new_name = changed_name(name_, "shrink", lineage_ + 1);
     if (std::find(members.begin(), members.end(), rank_) == members.end()) {
       fail(Status::kAborted, kApi, ": ", excluded_text(members, new_name));
     }
@@ -170,6 +192,7 @@ std::shared_ptr<Gang> Gang::shrink(Millis timeout) {
       }
     }
     Setup setup = child_setup(members, label, label + "/gang", 0, rank_);
+    setup.name = new_name;
     // A fresh backend: the failed gang's is broken and must not be asked.
     setup.config.parent = nullptr;
     setup.control_parent = nullptr;
@@ -181,6 +204,7 @@ std::shared_ptr<Gang> Gang::shrink(Millis timeout) {
     setup.config.deadline = form;
     try {
       auto child = make_child(std::move(setup));
+      child->lineage_ = lineage_ + 1;
       GANG_LOG(kInfo, "gang \"", name_, "\" shrank to \"", child->name(),
                "\": ", members.size(), " of ", size_, " ranks (lost: ",
                lost.empty() ? "none" : lost, ") in ",
@@ -259,7 +283,7 @@ std::string Gang::excluded_text(const std::vector<int>& members,
 //  - A joiner takes a ticket t = add(count, 1) and waits for ticket/<t>.
 //  - gang_grow: every member reads count; all take the largest seen. Rank 0
 //    claims each ticket after the last decided one (add(claim/<t>, 1) == 1),
-//    writes ticket/<t> = "<rank> <size> <name>" for each it won, moves
+//    writes ticket/<t> = "<rank> <size> <lineage> <name>" for each it won, moves
 //    decided on, and broadcasts how many it admitted. Everyone then creates
 //    the new gang "<name>/grow<n>": members first, in their order, then the
 //    joiners in ticket order.
@@ -288,8 +312,7 @@ std::shared_ptr<Gang> Gang::grow(Millis timeout) {
   const int64_t seen = s.add(jp + "count", 0);
   std::vector<int64_t> all(static_cast<size_t>(size_));
   int64_t admitted = 0;
-  const uint64_t id = grows_++;
-  const std::string new_name = str_cat(name_, "/grow", id);
+  const std::string new_name = changed_name(name_, "grow", lineage_ + 1);
   control(api, [&](Clock::time_point deadline) {
     control_->all_gather(&seen, all.data(), 1, DType::kInt64, deadline);
     const int64_t upto = *std::max_element(all.begin(), all.end());
@@ -303,7 +326,8 @@ std::shared_ptr<Gang> Gang::grow(Millis timeout) {
       for (size_t i = 0; i < won.size(); ++i) {
         s.set(str_cat(jp, "ticket/", won[i]),
               as_bytes(str_cat(size_ + static_cast<int>(i), " ",
-                               size_ + static_cast<int>(admitted), " ", new_name)));
+                               size_ + static_cast<int>(admitted), " ",
+                               lineage_ + 1, " ", new_name)));
       }
       if (upto > decided) s.add(jp + "decided", upto - decided);
     }
@@ -320,6 +344,7 @@ std::shared_ptr<Gang> Gang::grow(Millis timeout) {
   o.name = new_name;
   o.debug = debug_ ? 1 : -1;
   auto grown = create(o);
+  grown->lineage_ = lineage_ + 1;
   grown->stream_.store(stream_.load());
   grown->stream_completion_.store(stream_completion_.load());
   GANG_LOG(kInfo, "gang \"", name_, "\" grew to \"", new_name, "\": ", size_,
@@ -353,18 +378,24 @@ std::shared_ptr<Gang> Gang::join(const GangOptions& options) {
     }
   }
   GangOptions o = options;
-  char new_name[512] = {0};
-  int rank = -1, size = -1;
-  if (std::sscanf(text.c_str(), "%d %d %511s", &rank, &size, new_name) != 3) {
+  // "<rank> <size> <lineage> <name>": the name is the rest, whatever its
+  // characters.
+  int rank = -1, size = -1, name_at = -1;
+  unsigned long long lineage = 0;
+  if (std::sscanf(text.c_str(), "%d %d %llu %n", &rank, &size, &lineage,
+                  &name_at) != 3 ||
+      name_at <= 0 || static_cast<size_t>(name_at) >= text.size()) {
     fail(Status::kStore, api, ": ticket ", ticket, " of gang \"", name,
          "\" reads \"", text, "\"");
   }
   o.rank = rank;
   o.size = size;
-  o.name = new_name;
+  o.name = text.substr(static_cast<size_t>(name_at));
   o.store = store;
   o.timeout_ms = timeout.count();
-  return create(o);
+  auto joined = create(o);
+  joined->lineage_ = lineage;
+  return joined;
 }
 
 }  // namespace gang::core

@@ -67,7 +67,7 @@ static int admitted(int rank, int size, const char* url, void* arg) {
   CHECK(gang_size(grown) == MEMBERS + 1, "grown to %d ranks", gang_size(grown));
   CHECK(gang_rank(grown) == rank, "rank %d in the grown gang, want %d", gang_rank(grown),
         rank);
-  CHECK(strncmp(gang_name(grown), "root/grow", 9) == 0, "named \"%s\"", gang_name(grown));
+  CHECK(strcmp(gang_name(grown), "root/grow1") == 0, "named \"%s\"", gang_name(grown));
   mine = rank;
   CHECK_OK(gang_all_reduce(grown, &mine, &sum, 1, GANG_INT64, GANG_SUM, NULL));
   CHECK(sum == 0 + 1 + 2 + 3, "sum %lld", (long long)sum);

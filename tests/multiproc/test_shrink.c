@@ -224,15 +224,10 @@ static int rank_shrink(gang_t* g, int rank, int size, void* arg) {
   for (int r = 0; r < rank; ++r)
     if (!left_out(c, r)) ++new_rank;
   CHECK(gang_rank(small) == new_rank, "new rank %d, want %d", gang_rank(small), new_rank);
-  /* shrink0, unless a round of meeting failed (a rank died in it). */
-  snprintf(name, sizeof name, "%s/shrink", gang_name(g));
-  CHECK(strncmp(gang_name(small), name, strlen(name)) == 0,
-        "named \"%s\", want \"%s<n>\"", gang_name(small), name);
-  if (c->dies_in_shrink == NONE) {
-    snprintf(name, sizeof name, "%s/shrink0", gang_name(g));
-    CHECK(strcmp(gang_name(small), name) == 0, "named \"%s\", want \"%s\"",
-          gang_name(small), name);
-  }
+  /* The first membership change of "root", however many attempts. */
+  snprintf(name, sizeof name, "%s/shrink1", gang_name(g));
+  CHECK(strcmp(gang_name(small), name) == 0, "named \"%s\", want \"%s\"",
+        gang_name(small), name);
   /* The woken rank has failed its calls on the old gang: the new gang's
    * results must not have noticed. */
   if (c->stopped != NONE && gang_test_wait_shared(SLOT_WOKE, 1, 60000) != 0) {

@@ -465,8 +465,8 @@ class Gang:
         """The gang of the survivors after a rank was lost (this gang may
         have failed): collective over the ranks still alive, which agree on
         one membership through the gang's store. Ranked in the order of the
-        old ranks, named "<name>/shrink<n>"; this gang stays failed (close
-        it). A rank that calls only after the others agreed raises
+        old ranks, named "<base>/shrink<n>" (see gang_shrink); this gang
+        stays failed (close it). A rank that calls only after the others agreed raises
         GangAbortedError saying it was excluded. timeout: seconds (None:
         the gang's timeout)."""
         return self._child(capi.gang_shrink(self._h, _milliseconds(timeout)))

@@ -31,7 +31,7 @@ def _survive():
     name, size, rank = g.name, g.size, g.rank
     g.close()
     assert small.size == size - 1 and small.rank == rank, (small.size, small.rank)
-    assert small.name == f"{name}/shrink0", small.name
+    assert small.name == f"{name}/shrink1", small.name
     assert small.ranks == [r for r in range(size) if r != victim], small.ranks
     # Training goes on: a few averaged steps, the same on every survivor.
     for step in range(5):
