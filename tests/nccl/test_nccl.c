@@ -50,6 +50,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1030,6 +1031,62 @@ static int shrinking(int rank, int size, const char* url, void* arg) {
 
 static void test_shrink(void** s) { (void)s; run_or_skip(3, shrinking); }
 
+/* gang_shrink on a CUDA gang: rank 2 of 3 is SIGKILLed after an
+ * all-reduce; the survivors' next one fails naming it, they shrink to a
+ * CUDA gang of 2 ("root/shrink1") and all-reduce on the device there. */
+static int shrinking_gang(int rank, int size, const char* url, void* arg) {
+  gang_t* g = cuda_gang(rank, size, url, 10000);
+  gang_t* small = NULL;
+  float* d = dalloc(16 * sizeof(float));
+  float h[16];
+  gang_status_t st = GANG_OK;
+  int i;
+  (void)arg;
+  CHECK(g != NULL && d != NULL, "setup");
+  for (i = 0; i < 16; ++i) h[i] = 1.0f;
+  to_dev(d, h, sizeof h);
+  CHECK_OK(gang_all_reduce(g, d, d, 16, GANG_FLOAT32, GANG_SUM, NULL));
+  to_host(h, d, sizeof h);
+  CHECK(h[0] == (float)size, "sum %g", h[0]);
+  if (rank == 2) raise(SIGKILL);
+  for (i = 0; i < 50 && st == GANG_OK; ++i) {
+    st = gang_all_reduce(g, d, d, 16, GANG_FLOAT32, GANG_SUM, NULL);
+    to_host(h, d, sizeof h);
+  }
+  CHECK(st != GANG_OK, "every all-reduce with a dead rank succeeded");
+  CHECK_OK(gang_shrink(g, 0, &small));
+  CHECK(gang_size(small) == 2 && gang_rank(small) == rank, "rank %d of %d",
+        gang_rank(small), gang_size(small));
+  CHECK(gang_device_type(small) == GANG_DEVICE_CUDA, "the shrunk gang is not a CUDA gang");
+  CHECK(strcmp(gang_name(small), "root/shrink1") == 0, "named %s", gang_name(small));
+  for (i = 0; i < 16; ++i) h[i] = (float)(rank + 1);
+  to_dev(d, h, sizeof h);
+  CHECK_OK(gang_all_reduce(small, d, d, 16, GANG_FLOAT32, GANG_SUM, NULL));
+  to_host(h, d, sizeof h);
+  for (i = 0; i < 16; ++i) CHECK(h[i] == 3.0f, "h[%d] = %g after the shrink", i, h[i]);
+  CHECK_OK(gang_destroy(small));
+  gang_destroy(g);
+  cu.Free(d);
+  return 0;
+}
+
+static void test_gang_shrink(void** s) {
+  gang_test_opts_t o;
+  const char* why = no_gpu_reason();
+  (void)s;
+  if (why == NULL && !on_double() && g_devices < 3) why = "fewer than 3 GPUs visible";
+  if (why != NULL) {
+    print_message("skipped: %s\n", why);
+    skip();
+  }
+  gang_test_opts_init(&o);
+  o.size = 3;
+  o.plain_fn = shrinking_gang;
+  o.wall_timeout_s = WALL_S;
+  o.killed_rank = 2;
+  assert_int_equal(gang_test_run(&o), 0);
+}
+
 /* ---- failures ------------------------------------------------------------- */
 
 /* Issues all-reduces until one fails; that status must come well before the
@@ -1200,6 +1257,7 @@ int main(int argc, char** argv) {
       cmocka_unit_test(test_capture),
       cmocka_unit_test(test_pooled),      cmocka_unit_test(test_completion),
       cmocka_unit_test(test_shrink),
+      cmocka_unit_test(test_gang_shrink),
   };
   if (argc > 1) {
     /* A filter that names no test would run none and pass. */
