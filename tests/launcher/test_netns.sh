@@ -6,8 +6,12 @@
 # found from the route to the master address, or named by
 # GANG_SOCKET_IFNAME. Needs root (CAP_SYS_ADMIN, CAP_NET_ADMIN) and `ip`
 # (iproute2); skips (77) without them.
-#   test_netns.sh GANGRUN PROG
-GANGRUN=$1 PROG=$2
+# With ELASTIC (examples/c/train_elastic), also: a rank on node 1 is
+# SIGKILLed mid-training; the survivors of both hosts shrink (two levels:
+# shm within node 0, gloo across the veth), node 1's gangrun starts a
+# replacement (--replace-failed 1) that joins, and all 4 end identical.
+#   test_netns.sh GANGRUN PROG [ELASTIC]
+GANGRUN=$1 PROG=$2 ELASTIC=${3-}
 . "$(dirname "$0")/lib.sh"
 
 command -v ip >/dev/null || skip "no 'ip' command (install iproute2)"
@@ -111,4 +115,32 @@ wait $pb; rcb=$?
 [ $rca -ne 0 ] || fail "node 0 succeeded on a missing interface"
 [ $rcb -ne 0 ] || fail "node 1 succeeded without node 0"
 expect_grep 'nosuch0' "$TMP/bad.a.err" "the missing interface named"
+
+if [ -n "$ELASTIC" ]; then
+  note "a rank lost on node 1: shrink across the hosts, a replacement joins there"
+  port=29502
+  ip netns exec "$NS_A" env GANG_LOG_LEVEL=info "$GANGRUN" --nnodes 2 --node-rank 0 \
+    --nproc-per-node 2 --master-addr "$ADDR_A" --master-port $port --timeout 120 \
+    --replace-failed 1 -- "$ELASTIC" >"$TMP/elastic.a.out" 2>"$TMP/elastic.a.err" &
+  pa=$!
+  ip netns exec "$NS_B" env GANG_LOG_LEVEL=info "$GANGRUN" --nnodes 2 --node-rank 1 \
+    --nproc-per-node 2 --master-addr "$ADDR_A" --master-port $port --timeout 120 \
+    --replace-failed 1 -- "$ELASTIC" >"$TMP/elastic.b.out" 2>"$TMP/elastic.b.err" &
+  pb=$!
+  wait $pa; rca=$?
+  wait $pb; rcb=$?
+  if [ $rca -ne 0 ] || [ $rcb -ne 0 ]; then
+    tail -n 30 "$TMP"/elastic.*.err "$TMP"/elastic.*.out >&2
+    fail "elastic: the nodes exited $rca and $rcb"
+  fi
+  expect_grep 'starting join 1 in its place' "$TMP/elastic.b.err" "node 1 started the replacement"
+  [ "$(cat "$TMP"/elastic.*.out | grep -c 'done on 4 ranks: parameters identical')" -eq 4 ] ||
+    fail "elastic: not all 4 ended identical: $(cat "$TMP"/elastic.*.out | grep done)"
+  # The survivors' gang spans both hosts: two levels.
+  grep -h 'created sub-gang "root/shrink1"\|shrank to "root/shrink1"' "$TMP"/elastic.*.err \
+    | grep -q . || fail "elastic: no survivor logged its shrunk gang"
+  grep -h 'created gang "root/grow2" rank [0-3] of 4 on shm+gloo' "$TMP"/elastic.*.err \
+    | grep -c . | grep -qx 4 ||
+    fail "elastic: the grown gang is not on shm+gloo on all 4: $(grep -h 'root/grow2' "$TMP"/elastic.*.err)"
+fi
 echo PASS
