@@ -45,7 +45,7 @@ core::BackendWorkPtr GlooBackend::post(const core::Operation& op) {
          "the gang's timeout passed before the operation started");
   }
   try {
-    run_collective(context_, waits_, op);
+    run_collective(context_, waits_, scratch_[static_cast<size_t>(op.channel)], op);
   } catch (const ::gloo::Exception& e) {
     rethrow_gloo(e, op.deadline, waits_->aborted(), *context_);
   }

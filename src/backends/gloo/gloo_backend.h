@@ -10,6 +10,7 @@
 #include <atomic>
 #include <memory>
 
+#include "backends/gloo/gloo_collectives.h"
 #include "backends/gloo/gloo_frames.h"
 #include "core/backend.h"
 
@@ -42,6 +43,7 @@ class GlooBackend final : public core::Backend {
   // Every buffer someone may wait on; shared with the point-to-point works,
   // which may outlive the backend.
   std::shared_ptr<Waits> waits_;
+  Scratch scratch_[3];  // per core::Channel
 };
 
 }  // namespace gang::backends::gloo_impl

@@ -40,6 +40,9 @@ constexpr size_t kDirectBytes = 256 * 1024;
 // only: above this, pairs connect on first use (gloo_pairs.h), and a ring
 // or a dissemination keeps each rank's connections few.
 constexpr int kDirectRanks = 8;
+// Two ranks: the direct exchange below this size, the ring (reduce-scatter
+// then all-gather, each rank reducing half) from it.
+constexpr size_t kTwoRankRingBytes = 256 * 1024;
 
 using base::copy_bytes;
 using base::move_bytes;
@@ -55,6 +58,7 @@ const uint8_t* bytes_of(const void* p) { return static_cast<const uint8_t*>(p); 
 struct Run {
   const std::shared_ptr<::gloo::Context>& ctx;
   const std::shared_ptr<Waits>& waits;
+  Scratch& scratch;
   const core::Operation& op;
   const CollectiveArgs& a;
   uint32_t tag;
@@ -63,9 +67,10 @@ struct Run {
   size_t es;
 
   Run(const std::shared_ptr<::gloo::Context>& c,
-      const std::shared_ptr<Waits>& w, const core::Operation& o)
+      const std::shared_ptr<Waits>& w, Scratch& sc, const core::Operation& o)
       : ctx(c),
         waits(w),
+        scratch(sc),
         op(o),
         a(o.args),
         tag(wire_tag(o)),
@@ -152,19 +157,19 @@ void direct_reduce(const Run& r, const void* send, void* recv, int root) {
   // The other ranks' inputs, uninitialised (rank p at slot p, or p - 1
   // above this rank); this rank's own input is read where it lies.
   const size_t others = receives ? (n - 1) * bytes : 0;
-  std::unique_ptr<uint8_t[]> all(others ? new uint8_t[others] : nullptr);
+  uint8_t* const all = r.scratch.get(0, others);
   auto slot_of = [&](size_t p) { return (p < me ? p : p - 1) * bytes; };
   if (fits) {
     for (int p : partners) {
       if (!receives) break;
-      copy_bytes(all.get() + slot_of(static_cast<size_t>(p)),
+      copy_bytes(all + slot_of(static_cast<size_t>(p)),
                   in[static_cast<size_t>(p)].data, bytes);
     }
   } else {
     Transfers t(r.ctx, r.waits, r.op.deadline);
     const uint64_t s = slot(kPayloadPrefix, r.tag, 0);
     auto* out = t.buffer(send, bytes);
-    auto* all_buf = receives ? t.buffer(all.get(), others) : nullptr;
+    auto* all_buf = receives ? t.buffer(all, others) : nullptr;
     for (int p : partners) {
       if (receives) t.recv(all_buf, p, s, slot_of(static_cast<size_t>(p)), bytes);
       if (root < 0 || p == root) t.send(out, p, s, 0, bytes);
@@ -175,15 +180,14 @@ void direct_reduce(const Run& r, const void* send, void* recv, int root) {
   // Rank order on every rank, so every rank computes the same bits. In
   // place, this rank's input is overwritten by the first partial results
   // unless it is rank 0 or 1: keep a copy then.
-  std::unique_ptr<uint8_t[]> own_copy;
   const uint8_t* own = bytes_of(send);
   if (send == recv && me >= 2) {
-    own_copy.reset(new uint8_t[bytes]);
-    copy_bytes(own_copy.get(), send, bytes);
-    own = own_copy.get();
+    uint8_t* copy = r.scratch.get(1, bytes);
+    copy_bytes(copy, send, bytes);
+    own = copy;
   }
   auto input = [&](size_t p) {
-    return p == me ? own : all.get() + slot_of(p);
+    return p == me ? own : all + slot_of(p);
   };
   const ReduceOp op = partial_op(r.a.op);
   core::reduce(recv, input(0), input(1), r.a.count, r.a.dtype, op);
@@ -206,10 +210,10 @@ void ring_reduce_scatter(const Run& r, uint8_t* acc, size_t acc_bytes,
   const size_t me = static_cast<size_t>(r.me);
   size_t largest = 0;
   for (size_t c : counts) largest = std::max(largest, c);
-  std::vector<uint8_t> incoming(largest * r.es);
+  uint8_t* const incoming = r.scratch.get(0, largest * r.es);
   Transfers t(r.ctx, r.waits, r.op.deadline);
   auto* acc_buf = t.buffer(acc, acc_bytes);
-  auto* in_buf = t.buffer(incoming.data(), incoming.size());
+  auto* in_buf = t.buffer(incoming, largest * r.es);
   const ReduceOp op = partial_op(r.a.op);
   for (size_t s = 0; s + 1 < n; ++s) {
     // Each step has its own slot, so a fast neighbour's next chunk can never
@@ -221,7 +225,7 @@ void ring_reduce_scatter(const Run& r, uint8_t* acc, size_t acc_bytes,
     t.send(acc_buf, r.right(), sl, offsets[out_idx] * r.es, counts[out_idx] * r.es);
     t.wait();
     uint8_t* dst = acc + offsets[in_idx] * r.es;
-    core::reduce(dst, dst, incoming.data(), counts[in_idx], r.a.dtype, op);
+    core::reduce(dst, dst, incoming, counts[in_idx], r.a.dtype, op);
   }
 }
 
@@ -261,9 +265,11 @@ size_t total_of(const std::vector<size_t>& counts) {
 void all_reduce(const Run& r) {
   const size_t bytes = r.a.count * r.es;
   // With two ranks the direct exchange moves what the ring moves, in one
-  // step instead of two.
-  if (r.n == 2 ||
-      (r.n <= kDirectRanks && bytes * static_cast<size_t>(r.n - 1) <= kDirectBytes)) {
+  // step instead of two, but reduces the whole buffer on both ranks where
+  // the ring reduces half on each: from kTwoRankRingBytes the halves win.
+  if (r.n == 2 ? bytes < kTwoRankRingBytes
+               : r.n <= kDirectRanks &&
+                     bytes * static_cast<size_t>(r.n - 1) <= kDirectBytes) {
     direct_reduce(r, r.a.send, r.a.recv, -1);
     return;
   }
@@ -289,17 +295,18 @@ void reduce(const Run& r) {
   // Reduce-scatter around the ring, then every rank hands its chunk to the
   // root.
   agree(r, merged(r.neighbours(), r.rooted()));
-  std::vector<uint8_t> acc(bytes_of(r.a.send), bytes_of(r.a.send) + bytes);
+  uint8_t* const acc = r.scratch.get(1, bytes);
+  copy_bytes(acc, r.a.send, bytes);
   const auto counts = even_chunks(r.a.count, r.n);
   const auto offsets = core::prefix_offsets(counts);
-  ring_reduce_scatter(r, acc.data(), bytes, counts, offsets, 0);
+  ring_reduce_scatter(r, acc, bytes, counts, offsets, 0);
   const size_t me = static_cast<size_t>(r.me);
   Transfers t(r.ctx, r.waits, r.op.deadline);
   const uint64_t sl = slot(kPayloadPrefix, r.tag, static_cast<uint32_t>(r.n));
   if (r.me == r.a.root) {
     auto* out = t.buffer(r.a.recv, bytes);
     copy_bytes(bytes_of(r.a.recv) + offsets[me] * r.es,
-                acc.data() + offsets[me] * r.es, counts[me] * r.es);
+                acc + offsets[me] * r.es, counts[me] * r.es);
     for (int p : r.everyone_else()) {
       const auto i = static_cast<size_t>(p);
       t.recv(out, p, sl, offsets[i] * r.es, counts[i] * r.es);
@@ -309,7 +316,7 @@ void reduce(const Run& r) {
       core::finish_avg(r.a.recv, r.a.count, r.a.dtype, r.n);
     }
   } else {
-    auto* in = t.buffer(acc.data(), acc.size());
+    auto* in = t.buffer(acc, bytes);
     t.send(in, r.a.root, sl, offsets[me] * r.es, counts[me] * r.es);
     t.wait();
   }
@@ -466,9 +473,10 @@ void reduce_scatter(const Run& r) {
   const size_t total = total_of(counts);
   agree(r, r.neighbours());
   const size_t me = static_cast<size_t>(r.me);
-  std::vector<uint8_t> acc(bytes_of(r.a.send), bytes_of(r.a.send) + total * r.es);
-  ring_reduce_scatter(r, acc.data(), acc.size(), counts, offsets, 0);
-  move_bytes(r.a.recv, acc.data() + offsets[me] * r.es, counts[me] * r.es);
+  uint8_t* const acc = r.scratch.get(1, total * r.es);
+  copy_bytes(acc, r.a.send, total * r.es);
+  ring_reduce_scatter(r, acc, total * r.es, counts, offsets, 0);
+  move_bytes(r.a.recv, acc + offsets[me] * r.es, counts[me] * r.es);
   if (r.a.op == ReduceOp::kAvg) {
     core::finish_avg(r.a.recv, counts[me], r.a.dtype, r.n);
   }
@@ -525,10 +533,20 @@ void barrier(const Run& r) {
   }
 }
 
+uint8_t* Scratch::get(int part, size_t bytes) {
+  const auto i = static_cast<size_t>(part);
+  if (bytes > cap_[i]) {
+    buf_[i].reset();  // the old block goes before the new one comes
+    buf_[i].reset(new uint8_t[bytes]);
+    cap_[i] = bytes;
+  }
+  return buf_[i].get();
+}
+
 void run_collective(const std::shared_ptr<::gloo::Context>& ctx,
-                    const std::shared_ptr<Waits>& waits,
+                    const std::shared_ptr<Waits>& waits, Scratch& scratch,
                     const core::Operation& op) {
-  const Run r(ctx, waits, op);
+  const Run r(ctx, waits, scratch, op);
   const size_t n = static_cast<size_t>(r.n);
   switch (r.a.kind) {
     case OpKind::kAllReduce:

@@ -23,10 +23,25 @@ namespace gang::backends::gloo_impl {
 // control traffic never share a slot.
 uint32_t wire_tag(const core::Operation& op);
 
+// Working memory a backend keeps between operations, one per channel (the
+// channels' operations may run at once): the peers' inputs of a direct
+// reduction, a ring's incoming chunk, an accumulator. Fresh memory on every
+// call cost a page fault per 4 KiB touched, more than the reduction itself
+// at large sizes. Grows to the largest size asked, uninitialised.
+class Scratch {
+ public:
+  static constexpr int kParts = 2;
+  uint8_t* get(int part, size_t bytes);
+
+ private:
+  std::unique_ptr<uint8_t[]> buf_[kParts];
+  size_t cap_[kParts] = {};
+};
+
 // Runs one collective (not send/recv), framed (see gloo_frames.h); every
 // wait ends by the operation's deadline.
 void run_collective(const std::shared_ptr<::gloo::Context>& ctx,
-                    const std::shared_ptr<Waits>& waits,
+                    const std::shared_ptr<Waits>& waits, Scratch& scratch,
                     const core::Operation& op);
 
 // Turns a Gloo exception into a gang error (never returns): after abort the

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <sched.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -168,6 +169,17 @@ class GangPair final : public tcp::Pair {
     (void)connected_.load(std::memory_order_acquire);
     std::lock_guard<std::mutex> guard(events_mu_);
     if (connected_.load(std::memory_order_acquire)) {
+      // Gloo's handler only tries the pair's lock and leaves the event for
+      // the next turn of the loop when another thread holds it (a send or
+      // receive being posted). The event stays ready, so the loop turns at
+      // once, again and again: on a busy machine it burns the CPU the
+      // holder needs to let go, and the operation waits for the scheduler's
+      // next tick (4 ms here). Give way instead.
+      if (!m_.try_lock()) {
+        sched_yield();
+        return;
+      }
+      m_.unlock();
       tcp::Pair::handleEvents(events);
       return;
     }
