@@ -46,11 +46,12 @@ def main(folder):
             sizes = sorted(set.intersection(*(set(d) for d in data.values())))
             print(f"\n{c}, {n} ranks: median time in us (largest over ranks)")
             print(f"{'size':>8} {'shm':>9} {'gang gloo':>10} {'plain Gloo':>11} {'Open MPI':>9}"
-                  f" {'shm/MPI':>8} {'shm/gloo':>9} {'shm/plain':>10}")
+                  f" {'shm/MPI':>8} {'shm/gloo':>9} {'shm/plain':>10} {'gloo/plain':>11}")
             for s in sizes:
                 t = [data[name][s] for name, _, _ in impls]
                 print(f"{label(s):>8} {t[0]:9.1f} {t[1]:10.1f} {t[2]:11.1f} {t[3]:9.1f}"
-                      f" {t[0] / t[3]:8.2f} {t[0] / t[1]:9.3f} {t[0] / t[2]:10.3f}")
+                      f" {t[0] / t[3]:8.2f} {t[0] / t[1]:9.3f} {t[0] / t[2]:10.3f}"
+                      f" {t[1] / t[2]:11.2f}")
             plots.append((c, n, sizes, data))
     try:
         import matplotlib

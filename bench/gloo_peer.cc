@@ -36,7 +36,10 @@ int main(int argc, char** argv) {
   const int size = std::atoi(std::getenv("GANG_SIZE"));
 
   gloo::transport::tcp::attr attr;
-  attr.hostname = "127.0.0.1";
+  // GLOO_PEER_HOST: the address to listen on (bench/two_hosts.sh gives each
+  // network namespace's own); 127.0.0.1 by default.
+  const char* host = std::getenv("GLOO_PEER_HOST");
+  attr.hostname = host != nullptr && *host != '\0' ? host : "127.0.0.1";
   auto device = gloo::transport::tcp::CreateDevice(attr);
   gloo::rendezvous::FileStore store(argv[7]);
   auto ctx = std::make_shared<gloo::rendezvous::Context>(rank, size);
