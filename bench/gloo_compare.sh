@@ -6,7 +6,8 @@
 # and gang/plain, which issue targets read: <= 1.0 from 1 MiB, <= 1.1 at 8 B.
 #
 #   bench/gloo_compare.sh [BUILD_DIR]    (COLL=all_reduce, RANKS="2 4",
-#                                         ROUNDS=3: turns per size range)
+#                                         ROUNDS=3: turns per size range,
+#                                         RANGES="8:8 1048576:67108864")
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 build=$(cd "${1:-$here/build}" && pwd)
@@ -20,8 +21,8 @@ cmake --build "$build" --target gang-bench gloo_peer gangrun >/dev/null
 
 for n in $ranks; do
   for round in $(seq "$rounds"); do
-    for range in "8 8" "1048576 67108864"; do
-      set -- $range
+    for range in ${RANGES:-8:8 1048576:67108864}; do
+      set -- "${range%:*}" "${range#*:}"
       "$build/gangrun" --nproc-per-node "$n" -- "$build/gang-bench" --backend gloo \
         -t "$coll" -b "$1" -e "$2" -f 4 -n "$iters" -w 5 -c 0 --json \
         >"$out/gang.$n.$round.$1.json"

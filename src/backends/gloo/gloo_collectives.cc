@@ -149,30 +149,32 @@ void direct_reduce(const Run& r, const void* send, void* recv, int root) {
   const std::vector<int> partners =
       root < 0 ? r.everyone_else() : r.rooted();
   const bool fits = bytes <= kInlineBytes;
-  const auto mine = same_for_all(r, send);
-  const std::vector<Frame> in =
-      agree(r, partners, nullptr, nullptr, fits ? &mine : nullptr, bytes);
-  if (!receives && fits) return;  // the frame carried it
-
   // The other ranks' inputs, uninitialised (rank p at slot p, or p - 1
   // above this rank); this rank's own input is read where it lies.
   const size_t others = receives ? (n - 1) * bytes : 0;
   uint8_t* const all = r.scratch.get(0, others);
   auto slot_of = [&](size_t p) { return (p < me ? p : p - 1) * bytes; };
   if (fits) {
+    const auto mine = same_for_all(r, send);
+    const std::vector<Frame> in = agree(r, partners, nullptr, nullptr, &mine, bytes);
+    if (!receives) return;  // the frame carried it
     for (int p : partners) {
-      if (!receives) break;
       copy_bytes(all + slot_of(static_cast<size_t>(p)),
                   in[static_cast<size_t>(p)].data, bytes);
     }
   } else {
+    // Sends are posted with the frames, receives once they checked out
+    // (see broadcast).
     Transfers t(r.ctx, r.waits, r.op.deadline);
     const uint64_t s = slot(kPayloadPrefix, r.tag, 0);
     auto* out = t.buffer(send, bytes);
     auto* all_buf = receives ? t.buffer(all, others) : nullptr;
     for (int p : partners) {
-      if (receives) t.recv(all_buf, p, s, slot_of(static_cast<size_t>(p)), bytes);
       if (root < 0 || p == root) t.send(out, p, s, 0, bytes);
+    }
+    agree(r, partners);
+    for (int p : partners) {
+      if (receives) t.recv(all_buf, p, s, slot_of(static_cast<size_t>(p)), bytes);
     }
     t.wait();
   }
@@ -327,25 +329,24 @@ void broadcast(const Run& r) {
   const bool root = r.me == r.a.root;
   if (r.n == 2 || bytes * static_cast<size_t>(r.n - 1) <= kDirectBytes) {
     const bool fits = bytes <= kInlineBytes;
-    const auto mine = same_for_all(r, r.a.recv);
-    const auto in = agree(r, r.rooted(), nullptr, nullptr,
-                          fits && root ? &mine : nullptr, bytes);
     if (fits) {
-      if (!root) {
-        copy_bytes(r.a.recv, in[static_cast<size_t>(r.a.root)].data, bytes);
-      }
+      const auto mine = same_for_all(r, r.a.recv);
+      const auto in = agree(r, r.rooted(), nullptr, nullptr, root ? &mine : nullptr, bytes);
+      if (!root) copy_bytes(r.a.recv, in[static_cast<size_t>(r.a.root)].data, bytes);
       return;
     }
+    // The root's payload is posted with its frames, not after the frames
+    // came back (Gloo holds a send until its receive is posted, and a
+    // receiver posts its receive once the root's frame checked out), so
+    // the frames cost no round trip of their own.
     Transfers t(r.ctx, r.waits, r.op.deadline);
     const uint64_t sl = slot(kPayloadPrefix, r.tag, 0);
     auto* b = t.buffer(r.a.recv, bytes);
-    for (int p : r.rooted()) {
-      if (root) {
-        t.send(b, p, sl, 0, bytes);
-      } else {
-        t.recv(b, p, sl, 0, bytes);
-      }
+    if (root) {
+      for (int p : r.rooted()) t.send(b, p, sl, 0, bytes);
     }
+    agree(r, r.rooted());
+    if (!root) t.recv(b, r.a.root, sl, 0, bytes);
     t.wait();
     return;
   }
@@ -382,14 +383,28 @@ void all_gather(const Run& r, const std::vector<size_t>& counts) {
   }
   if (r.n <= kDirectRanks && own * static_cast<size_t>(r.n - 1) <= kDirectBytes &&
       total * r.es <= 4 * kDirectBytes) {
-    agree(r, r.everyone_else());
+    // Blocks that fit ride in the frames: one message per peer.
+    size_t largest = 0;
+    for (size_t c : counts) largest = std::max(largest, c * r.es);
+    if (largest <= kInlineBytes) {
+      const auto mine = same_for_all(r, out + offsets[me] * r.es);
+      const auto in = agree(r, r.everyone_else(), nullptr, nullptr, &mine, own);
+      for (int p : r.everyone_else()) {
+        const auto i = static_cast<size_t>(p);
+        copy_bytes(out + offsets[i] * r.es, in[i].data, counts[i] * r.es);
+      }
+      return;
+    }
+    // Sends are posted with the frames, receives once they checked out
+    // (see broadcast).
     Transfers t(r.ctx, r.waits, r.op.deadline);
     const uint64_t sl = slot(kPayloadPrefix, r.tag, 0);
     auto* b = t.buffer(out, total * r.es);
+    for (int p : r.everyone_else()) t.send(b, p, sl, offsets[me] * r.es, own);
+    agree(r, r.everyone_else());
     for (int p : r.everyone_else()) {
       const auto i = static_cast<size_t>(p);
       t.recv(b, p, sl, offsets[i] * r.es, counts[i] * r.es);
-      t.send(b, p, sl, offsets[me] * r.es, own);
     }
     t.wait();
     return;
