@@ -350,7 +350,48 @@ void broadcast(const Run& r) {
     t.wait();
     return;
   }
-  // Large: the root scatters chunks, then a ring all-gather completes them.
+  if (r.n <= kDirectRanks) {
+    // A binomial tree from the root: ceil(log2 n) steps of the whole
+    // buffer, each rank receiving once and then sending to its children
+    // (the root to at most log2 n of them). Against the scatter and ring
+    // below it takes fewer, larger steps, which is what few ranks on few
+    // cores want.
+    const int vr = (r.me - r.a.root + r.n) % r.n;  // rank relative to the root
+    auto real = [&](int v) { return (v + r.a.root) % r.n; };
+    int parent = -1;
+    std::vector<int> children;
+    int mask = 1;
+    while (mask < r.n) {
+      if (vr & mask) {
+        parent = real(vr - mask);
+        break;
+      }
+      mask <<= 1;
+    }
+    for (mask >>= 1; mask > 0; mask >>= 1) {
+      if (vr + mask < r.n) children.push_back(real(vr + mask));
+    }
+    std::vector<int> partners = children;
+    if (parent >= 0) partners.push_back(parent);
+    std::sort(partners.begin(), partners.end());
+    Transfers t(r.ctx, r.waits, r.op.deadline);
+    const uint64_t sl = slot(kPayloadPrefix, r.tag, 0);
+    auto* b = t.buffer(r.a.recv, bytes);
+    // The root's sends go out with its frames (see the direct path).
+    if (root) {
+      for (int c : children) t.send(b, c, sl, 0, bytes);
+    }
+    agree(r, partners);
+    if (!root) {
+      t.recv(b, parent, sl, 0, bytes);
+      t.wait();
+      for (int c : children) t.send(b, c, sl, 0, bytes);
+    }
+    t.wait();
+    return;
+  }
+  // Large gangs: the root scatters chunks, then a ring all-gather completes
+  // them.
   agree(r, merged(r.neighbours(), r.rooted()));
   const auto counts = even_chunks(r.a.count, r.n);
   const auto offsets = core::prefix_offsets(counts);
