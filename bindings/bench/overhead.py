@@ -4,7 +4,8 @@ the mean time per call in microseconds, or with GANG_BENCH_MEDIAN set the
 median of the calls' times (over TCP, a few calls of milliseconds would
 swamp the mean). With GANG_BENCH_FAKE set it times a fake gang of 2 instead
 (one process, no traffic): the cost of the call itself. GANG_BENCH_BACKEND
-names the backend (default: auto).
+names the backend (default: auto). With GANG_BENCH_TORCH set the operand is
+a torch tensor instead of a numpy array.
 
     python3 overhead.py [iterations [warmup]]
 """
@@ -24,7 +25,12 @@ def main() -> None:
     fake = os.environ.get("GANG_BENCH_FAKE")
     backend = os.environ.get("GANG_BENCH_BACKEND") or "auto"
     with (gang.FakeGang(0, 2) if fake else gang.create(backend=backend)) as g:
-        x = np.ones(1, dtype=np.float64)
+        if os.environ.get("GANG_BENCH_TORCH"):
+            import torch
+
+            x = torch.ones(1, dtype=torch.float64)
+        else:
+            x = np.ones(1, dtype=np.float64)
         for _ in range(warmup):
             g.all_reduce(x)
         g.barrier()

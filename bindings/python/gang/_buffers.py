@@ -239,6 +239,11 @@ def meta_tensor_error(what: str) -> GangTypeError:
         f"first (torch.empty_like(x, device='cpu'), or module.to_empty(device=...))")
 
 
+# torch dtype -> the gang DType a host tensor of it gets when the caller
+# names none: learned by the full path below, then read by the quick one.
+_TORCH_NATURAL = {}
+
+
 def _torch_view(t, writable: bool, dtype, what: str, device: bool) -> tuple:
     """(AddressView, DType, count) of a torch tensor, from torch's own
     description (quicker than DLPack, and it covers bool, which torch's
@@ -251,6 +256,8 @@ def _torch_view(t, writable: bool, dtype, what: str, device: bool) -> tuple:
     itemsize = t.element_size()
     dt = _choose(what, _torch_dtype(t.dtype), dtype, itemsize,
                  not t.dtype.is_floating_point and itemsize == 2, f"dtype {t.dtype}")
+    if dtype is None and not device:
+        _TORCH_NATURAL[t.dtype] = dt
     address = t.data_ptr()
     if address == 0 and t.is_meta:
         raise meta_tensor_error(what)
@@ -386,6 +393,17 @@ def view(obj, *, writable: bool = False, dtype=None, what: str = "x", device: bo
     read-only where ``writable``.
     """
     cls = type(obj)
+    if dtype is None and not device and _TENSOR_CLASSES.get(cls):
+        # The common torch case, with as few calls into torch as it takes: a
+        # contiguous host tensor of a dtype seen before (_torch_view learns
+        # them). Anything else takes the full path below.
+        dt = _TORCH_NATURAL.get(obj.dtype)
+        if dt is not None and not obj.is_cuda and obj.is_contiguous():
+            address = obj.data_ptr()
+            if address:
+                v = AddressView(address)
+                v.shape, v.count, v.keep = obj.shape, obj.numel(), obj
+                return v, dt, v.count
     if cls not in _NO_BUFFER and (not device or not hasattr(obj, "__dlpack__")):
         try:
             mv = memoryview(obj)
