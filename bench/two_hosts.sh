@@ -8,6 +8,12 @@
 #   plain Gloo       bench/gloo_peer.cc (gloo::allreduce, as a user without gang)
 #   torch gloo       bench/torch_peer.py in a PyPI torch venv (.ci/torch-venv.sh;
 #                    GANG_TORCH_VENV or the cache), when there is one
+#   Open MPI         bench/mpi_peer.c (MPI_Allreduce over its TCP transport,
+#                    within a host too: both namespaces have one hostname, so
+#                    its shared-memory transport would mix the two hosts'
+#                    segments and crash), when mpirun and mpicc are there:
+#                    mpirun starts in the first namespace and reaches the
+#                    second through an "rsh agent" that enters it
 # Prints, per link and P, the median times (the slowest rank's), plain
 # Gloo / two-level (the target: >= 1.5 from 1 MiB) and two-level / the
 # link's floor (the bytes that must cross: each host sends and receives
@@ -28,7 +34,7 @@ min=${MIN:-16}
 max=${MAX:-64M}
 iters=${ITERS:-5}
 mkdir -p "$out"
-rm -f "$out"/*.json "$out"/*.txt "$out/links"
+rm -f "$out"/*.json "$out"/*.txt "$out/links" "$out"/*.err
 
 [ "$(id -u)" -eq 0 ] || { echo "two_hosts.sh: needs root (network namespaces, tc)" >&2; exit 1; }
 command -v ip >/dev/null && command -v tc >/dev/null ||
@@ -47,6 +53,11 @@ for py in "${GANG_TORCH_VENV:-}/bin/python" /var/cache/gang-torch-venv/*/bin/pyt
   fi
 done
 
+mpi=
+if command -v mpirun >/dev/null && command -v mpicc >/dev/null; then
+  mpicc -O2 -o "$build/bench/mpi_peer" "$here/bench/mpi_peer.c" && mpi=1
+fi
+
 NS_A=gang-bench-a-$$ NS_B=gang-bench-b-$$
 VETH_A=gba$$ VETH_B=gbb$$
 ADDR_A=10.78.0.1 ADDR_B=10.78.0.2
@@ -55,6 +66,19 @@ cleanup() {
   ip netns del "$NS_B" 2>/dev/null || true
 }
 trap cleanup EXIT
+# The "remote shell" mpirun uses to start its daemon on a host: enters that
+# host's namespace (by its address) and runs the command there.
+agent=$out/netns-agent
+cat >"$agent" <<EOF
+#!/bin/sh
+host=\$1; shift
+case \$host in
+  $ADDR_A) ns=$NS_A ;;
+  *) ns=$NS_B ;;
+esac
+exec ip netns exec "\$ns" sh -c "\$*"
+EOF
+chmod +x "$agent"
 ip netns add "$NS_A"
 ip netns add "$NS_B"
 ip link add "$VETH_A" type veth peer name "$VETH_B"
@@ -128,6 +152,16 @@ for link in $links; do
     pair "plain.$tag.txt" "$p" env GLOO_PEER_HOST=@ADDR@ "$build/bench/gloo_peer" all_reduce \
       "$min" $(numfmt --from=iec "$max") 4 "$iters" 2 "$store"
     rm -rf "$store"
+    if [ -n "$mpi" ]; then
+      ip netns exec "$NS_A" env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+        mpirun --oversubscribe -np $((2 * p)) --host "$ADDR_A:$p,$ADDR_B:$p" \
+        --mca plm_rsh_agent "$agent" --mca btl self,tcp \
+        --mca btl_tcp_if_include 10.78.0.0/24 --mca oob_tcp_if_include 10.78.0.0/24 \
+        "$build/bench/mpi_peer" all_reduce "$min" $(numfmt --from=iec "$max") 4 "$iters" 2 \
+        >"$out/mpi.$tag.txt" 2>"$out/mpi.$tag.err" ||
+        { echo "two_hosts.sh: Open MPI failed:" >&2; tail -n 5 "$out/mpi.$tag.err" >&2
+          rm -f "$out/mpi.$tag.txt"; }
+    fi
     if [ -n "$torch_py" ]; then
       pair "torch.$tag.txt" "$p" env GLOO_SOCKET_IFNAME=@IF@ "$torch_py" \
         "$here/bench/torch_peer.py" "$min" $(numfmt --from=iec "$max") 4 "$iters" 2 \
@@ -172,7 +206,8 @@ def micros(delay):
     return float(delay[:-2]) * 1e3 if delay.endswith("ms") else float(delay)
 
 impls = [("two-level", "gang-auto.{t}.json", gang), ("flat gloo", "gang-gloo.{t}.json", gang),
-         ("plain Gloo", "plain.{t}.txt", peer), ("torch gloo", "torch.{t}.txt", peer)]
+         ("plain Gloo", "plain.{t}.txt", peer), ("torch gloo", "torch.{t}.txt", peer),
+         ("Open MPI", "mpi.{t}.txt", peer)]
 plots = []
 for link in links:
     rate, delay = link.split(":")

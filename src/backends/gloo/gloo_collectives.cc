@@ -163,18 +163,14 @@ void direct_reduce(const Run& r, const void* send, void* recv, int root) {
                   in[static_cast<size_t>(p)].data, bytes);
     }
   } else {
-    // Sends are posted with the frames, receives once they checked out
-    // (see broadcast).
+    agree(r, partners);
     Transfers t(r.ctx, r.waits, r.op.deadline);
     const uint64_t s = slot(kPayloadPrefix, r.tag, 0);
     auto* out = t.buffer(send, bytes);
     auto* all_buf = receives ? t.buffer(all, others) : nullptr;
     for (int p : partners) {
-      if (root < 0 || p == root) t.send(out, p, s, 0, bytes);
-    }
-    agree(r, partners);
-    for (int p : partners) {
       if (receives) t.recv(all_buf, p, s, slot_of(static_cast<size_t>(p)), bytes);
+      if (root < 0 || p == root) t.send(out, p, s, 0, bytes);
     }
     t.wait();
   }
@@ -335,18 +331,20 @@ void broadcast(const Run& r) {
       if (!root) copy_bytes(r.a.recv, in[static_cast<size_t>(r.a.root)].data, bytes);
       return;
     }
-    // The root's payload is posted with its frames, not after the frames
-    // came back (Gloo holds a send until its receive is posted, and a
-    // receiver posts its receive once the root's frame checked out), so
-    // the frames cost no round trip of their own.
+    // Payloads move only once the frames checked out: a send posted before
+    // and left behind by a mismatch would hold its buffer, and the rank, in
+    // Gloo until the peer reads it, which it never does.
+    agree(r, r.rooted());
     Transfers t(r.ctx, r.waits, r.op.deadline);
     const uint64_t sl = slot(kPayloadPrefix, r.tag, 0);
     auto* b = t.buffer(r.a.recv, bytes);
-    if (root) {
-      for (int p : r.rooted()) t.send(b, p, sl, 0, bytes);
+    for (int p : r.rooted()) {
+      if (root) {
+        t.send(b, p, sl, 0, bytes);
+      } else {
+        t.recv(b, p, sl, 0, bytes);
+      }
     }
-    agree(r, r.rooted());
-    if (!root) t.recv(b, r.a.root, sl, 0, bytes);
     t.wait();
     return;
   }
@@ -374,19 +372,15 @@ void broadcast(const Run& r) {
     std::vector<int> partners = children;
     if (parent >= 0) partners.push_back(parent);
     std::sort(partners.begin(), partners.end());
+    agree(r, partners);
     Transfers t(r.ctx, r.waits, r.op.deadline);
     const uint64_t sl = slot(kPayloadPrefix, r.tag, 0);
     auto* b = t.buffer(r.a.recv, bytes);
-    // The root's sends go out with its frames (see the direct path).
-    if (root) {
-      for (int c : children) t.send(b, c, sl, 0, bytes);
-    }
-    agree(r, partners);
     if (!root) {
       t.recv(b, parent, sl, 0, bytes);
       t.wait();
-      for (int c : children) t.send(b, c, sl, 0, bytes);
     }
+    for (int c : children) t.send(b, c, sl, 0, bytes);
     t.wait();
     return;
   }
@@ -436,16 +430,14 @@ void all_gather(const Run& r, const std::vector<size_t>& counts) {
       }
       return;
     }
-    // Sends are posted with the frames, receives once they checked out
-    // (see broadcast).
+    agree(r, r.everyone_else());
     Transfers t(r.ctx, r.waits, r.op.deadline);
     const uint64_t sl = slot(kPayloadPrefix, r.tag, 0);
     auto* b = t.buffer(out, total * r.es);
-    for (int p : r.everyone_else()) t.send(b, p, sl, offsets[me] * r.es, own);
-    agree(r, r.everyone_else());
     for (int p : r.everyone_else()) {
       const auto i = static_cast<size_t>(p);
       t.recv(b, p, sl, offsets[i] * r.es, counts[i] * r.es);
+      t.send(b, p, sl, offsets[me] * r.es, own);
     }
     t.wait();
     return;
