@@ -19,7 +19,6 @@
 #include <thread>
 
 #include "core/briefly.h"
-
 #include "core/control_channel.h"
 #include "core/gang.h"
 #include "store/store.h"
@@ -27,13 +26,13 @@
 namespace gang::core {
 namespace {
 
+constexpr Millis kRecordWait{100};
 constexpr Millis kRecordLook{200};
 // A timed-out rank waits this long for the others' records to stop coming,
 // at most kSilentLook in all, before naming the ranks that recorded none.
 constexpr Millis kSilentSettle{150};
 constexpr Millis kSilentLook{600};
 constexpr int kSilentMaxSize = 64;  // past this, reading every rank costs too much
-constexpr Millis kRecordWait{100};
 
 }  // namespace
 
@@ -45,9 +44,9 @@ bool Gang::records_failures() const {
 void Gang::record_failure(const std::string& message) noexcept {
   if (!records_failures()) return;
   briefly(
-      [store = store_, prefix = store_prefix_,
+      [store = store_, prefix = store_prefix_, rank = rank_,
        record = str_cat(rank_, " ", message)] {
-        store->add(str_cat(prefix, "failed/", record.substr(0, record.find(' '))), 1);
+        store->add(str_cat(prefix, "failed/", rank), 1);
         const int64_t i = store->add(prefix + "failures", 1);
         store->set(str_cat(prefix, "failure/", i),
                    store::Bytes(record.begin(), record.end()));
