@@ -32,6 +32,16 @@ constexpr uint8_t kControlP2PPayloadPrefix = 0x43;
 constexpr uint8_t kP2PFramePrefix = 0x46;
 constexpr uint8_t kControlP2PFramePrefix = 0x47;
 
+// Payloads posted together with the frames, before those are checked, so
+// that the frames' round trip overlaps the payload's. Each travels in
+// chunks of at most kEarlyChunkBytes whose exact size is the slot's low
+// bits: a payload of another size (ranks that disagree) never matches a
+// receive, where Gloo would abort the process, and the frame check reports
+// the disagreement. A rank that finds one fails and closes its connections,
+// which ends the waits of the sends it left unmatched.
+constexpr uint8_t kEarlyPayloadPrefix = 0x48;
+constexpr size_t kEarlyChunkBytes = size_t{1} << 23;  // fits the 24 low bits
+
 // Below this many bytes sent per rank, collectives exchange whole buffers
 // with every peer in one round instead of a ring: a small message then costs
 // one network hop instead of 2(n-1) dependent ones.
@@ -49,6 +59,22 @@ using base::move_bytes;
 
 uint64_t slot(uint8_t prefix, uint32_t tag, uint32_t step) {
   return (uint64_t{prefix} << 56) | (uint64_t{tag} << 24) | (step & 0xffffff);
+}
+
+// Posts [offset, offset + n) of b to (send) or from `peer` on early slots.
+void post_early(Transfers& t, ::gloo::transport::UnboundBuffer* b, bool send,
+                int peer, uint32_t tag, size_t offset, size_t n) {
+  for (size_t done = 0; done < n;) {
+    const size_t c = std::min(n - done, kEarlyChunkBytes);
+    const uint64_t sl = (uint64_t{kEarlyPayloadPrefix} << 56) |
+                        (uint64_t{tag} << 24) | c;
+    if (send) {
+      t.send(b, peer, sl, offset + done, c);
+    } else {
+      t.recv(b, peer, sl, offset + done, c);
+    }
+    done += c;
+  }
 }
 
 uint8_t* bytes_of(void* p) { return static_cast<uint8_t*>(p); }
@@ -229,15 +255,17 @@ void ring_reduce_scatter(const Run& r, uint8_t* acc, size_t acc_bytes,
 
 // Ring all-gather over buf, whose chunk `me` is filled: in step s every rank
 // passes chunk (me-s) to its right neighbour and receives chunk (me-s-1)
-// from its left, in place.
+// from its left, in place. Steps before `first` were done by the caller.
 void ring_all_gather(const Run& r, uint8_t* buf, size_t buf_bytes,
                      const std::vector<size_t>& counts,
-                     const std::vector<size_t>& offsets, uint32_t step0) {
+                     const std::vector<size_t>& offsets, uint32_t step0,
+                     size_t first = 0) {
   const size_t n = static_cast<size_t>(r.n);
   const size_t me = static_cast<size_t>(r.me);
+  if (first + 1 >= n) return;
   Transfers t(r.ctx, r.waits, r.op.deadline);
   auto* b = t.buffer(buf, buf_bytes);
-  for (size_t s = 0; s + 1 < n; ++s) {
+  for (size_t s = first; s + 1 < n; ++s) {
     const uint64_t sl = slot(kPayloadPrefix, r.tag, step0 + static_cast<uint32_t>(s));
     const size_t out_idx = (me + n - s) % n;
     const size_t in_idx = (me + 2 * n - s - 1) % n;
@@ -331,20 +359,10 @@ void broadcast(const Run& r) {
       if (!root) copy_bytes(r.a.recv, in[static_cast<size_t>(r.a.root)].data, bytes);
       return;
     }
-    // Payloads move only once the frames checked out: a send posted before
-    // and left behind by a mismatch would hold its buffer, and the rank, in
-    // Gloo until the peer reads it, which it never does.
-    agree(r, r.rooted());
     Transfers t(r.ctx, r.waits, r.op.deadline);
-    const uint64_t sl = slot(kPayloadPrefix, r.tag, 0);
     auto* b = t.buffer(r.a.recv, bytes);
-    for (int p : r.rooted()) {
-      if (root) {
-        t.send(b, p, sl, 0, bytes);
-      } else {
-        t.recv(b, p, sl, 0, bytes);
-      }
-    }
+    for (int p : r.rooted()) post_early(t, b, root, p, r.tag, 0, bytes);
+    agree(r, r.rooted());
     t.wait();
     return;
   }
@@ -372,15 +390,17 @@ void broadcast(const Run& r) {
     std::vector<int> partners = children;
     if (parent >= 0) partners.push_back(parent);
     std::sort(partners.begin(), partners.end());
-    agree(r, partners);
     Transfers t(r.ctx, r.waits, r.op.deadline);
-    const uint64_t sl = slot(kPayloadPrefix, r.tag, 0);
     auto* b = t.buffer(r.a.recv, bytes);
-    if (!root) {
-      t.recv(b, parent, sl, 0, bytes);
+    if (root) {
+      for (int c : children) post_early(t, b, true, c, r.tag, 0, bytes);
+      agree(r, partners);
+    } else {
+      post_early(t, b, false, parent, r.tag, 0, bytes);
+      agree(r, partners);
       t.wait();
+      for (int c : children) post_early(t, b, true, c, r.tag, 0, bytes);
     }
-    for (int c : children) t.send(b, c, sl, 0, bytes);
     t.wait();
     return;
   }
@@ -430,20 +450,30 @@ void all_gather(const Run& r, const std::vector<size_t>& counts) {
       }
       return;
     }
-    agree(r, r.everyone_else());
     Transfers t(r.ctx, r.waits, r.op.deadline);
-    const uint64_t sl = slot(kPayloadPrefix, r.tag, 0);
     auto* b = t.buffer(out, total * r.es);
     for (int p : r.everyone_else()) {
       const auto i = static_cast<size_t>(p);
-      t.recv(b, p, sl, offsets[i] * r.es, counts[i] * r.es);
-      t.send(b, p, sl, offsets[me] * r.es, own);
+      post_early(t, b, false, p, r.tag, offsets[i] * r.es, counts[i] * r.es);
+      post_early(t, b, true, p, r.tag, offsets[me] * r.es, own);
     }
+    agree(r, r.everyone_else());
     t.wait();
     return;
   }
-  agree(r, r.neighbours());
-  ring_all_gather(r, out, total * r.es, counts, offsets, 0);
+  {
+    // The ring's first step (this rank's own block out, its left
+    // neighbour's in) goes with the frames.
+    const size_t from_left = static_cast<size_t>(r.left());
+    Transfers t(r.ctx, r.waits, r.op.deadline);
+    auto* b = t.buffer(out, total * r.es);
+    post_early(t, b, false, r.left(), r.tag, offsets[from_left] * r.es,
+               counts[from_left] * r.es);
+    post_early(t, b, true, r.right(), r.tag, offsets[me] * r.es, own);
+    agree(r, r.neighbours());
+    t.wait();
+  }
+  ring_all_gather(r, out, total * r.es, counts, offsets, 0, 1);
 }
 
 void gather(const Run& r) {
