@@ -27,7 +27,8 @@ GlooBackend::GlooBackend(const core::BackendConfig& config,
       size_(config.size),
       device_(std::move(device)),
       context_(std::move(context)),
-      waits_(std::make_shared<Waits>()) {}
+      waits_(std::make_shared<Waits>()),
+      algorithm_(algorithm_from_env()) {}
 
 GlooBackend::~GlooBackend() = default;
 
@@ -45,7 +46,8 @@ core::BackendWorkPtr GlooBackend::post(const core::Operation& op) {
          "the gang's timeout passed before the operation started");
   }
   try {
-    run_collective(context_, waits_, scratch_[static_cast<size_t>(op.channel)], op);
+    run_collective(context_, waits_, scratch_[static_cast<size_t>(op.channel)],
+                   algorithm_, op);
   } catch (const ::gloo::Exception& e) {
     rethrow_gloo(e, op.deadline, waits_->aborted(), *context_);
   }
@@ -71,6 +73,7 @@ std::unique_ptr<core::Backend> make_gloo(const core::BackendConfig& c) {
     fail(Status::kUnsupported,
          "gang_create: the gloo backend works on CPU buffers only");
   }
+  algorithm_from_env();  // a bad value fails before connecting
   std::shared_ptr<::gloo::transport::Device> device;
   if (const auto* parent = dynamic_cast<const GlooBackend*>(c.parent)) {
     device = parent->device();

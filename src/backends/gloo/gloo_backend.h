@@ -44,6 +44,7 @@ class GlooBackend final : public core::Backend {
   // which may outlive the backend.
   std::shared_ptr<Waits> waits_;
   Scratch scratch_[3];  // per core::Channel
+  Algorithm algorithm_;
 };
 
 }  // namespace gang::backends::gloo_impl

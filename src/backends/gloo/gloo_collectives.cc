@@ -3,6 +3,7 @@
 #include <gloo/types.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <vector>
@@ -85,6 +86,7 @@ struct Run {
   const std::shared_ptr<::gloo::Context>& ctx;
   const std::shared_ptr<Waits>& waits;
   Scratch& scratch;
+  Algorithm algorithm;
   const core::Operation& op;
   const CollectiveArgs& a;
   uint32_t tag;
@@ -93,10 +95,12 @@ struct Run {
   size_t es;
 
   Run(const std::shared_ptr<::gloo::Context>& c,
-      const std::shared_ptr<Waits>& w, Scratch& sc, const core::Operation& o)
+      const std::shared_ptr<Waits>& w, Scratch& sc, Algorithm al,
+      const core::Operation& o)
       : ctx(c),
         waits(w),
         scratch(sc),
+        algorithm(al),
         op(o),
         a(o.args),
         tag(wire_tag(o)),
@@ -117,6 +121,15 @@ struct Run {
     std::vector<int> v = {left()};
     if (right() != left()) v.push_back(right());
     return v;
+  }
+  // Whether to take `forced` (Algorithm), given that kAuto takes it when
+  // `by_size`; the algorithms where every rank talks to every other are
+  // for small gangs only.
+  bool takes(Algorithm forced, bool by_size) const {
+    if (algorithm == Algorithm::kAuto) return by_size;
+    if (algorithm != forced) return false;
+    return (forced != Algorithm::kDirect && forced != Algorithm::kTree) ||
+           n <= kDirectRanks;
   }
   // The ranks this one exchanges with in a rooted direct algorithm.
   std::vector<int> rooted() const {
@@ -293,9 +306,10 @@ void all_reduce(const Run& r) {
   // With two ranks the direct exchange moves what the ring moves, in one
   // step instead of two, but reduces the whole buffer on both ranks where
   // the ring reduces half on each: from kTwoRankRingBytes the halves win.
-  if (r.n == 2 ? bytes < kTwoRankRingBytes
-               : r.n <= kDirectRanks &&
-                     bytes * static_cast<size_t>(r.n - 1) <= kDirectBytes) {
+  if (r.takes(Algorithm::kDirect,
+              r.n == 2 ? bytes < kTwoRankRingBytes
+                       : r.n <= kDirectRanks &&
+                             bytes * static_cast<size_t>(r.n - 1) <= kDirectBytes)) {
     direct_reduce(r, r.a.send, r.a.recv, -1);
     return;
   }
@@ -351,7 +365,8 @@ void reduce(const Run& r) {
 void broadcast(const Run& r) {
   const size_t bytes = r.a.count * r.es;
   const bool root = r.me == r.a.root;
-  if (r.n == 2 || bytes * static_cast<size_t>(r.n - 1) <= kDirectBytes) {
+  if (r.takes(Algorithm::kDirect,
+              r.n == 2 || bytes * static_cast<size_t>(r.n - 1) <= kDirectBytes)) {
     const bool fits = bytes <= kInlineBytes;
     if (fits) {
       const auto mine = same_for_all(r, r.a.recv);
@@ -366,7 +381,7 @@ void broadcast(const Run& r) {
     t.wait();
     return;
   }
-  if (r.n <= kDirectRanks) {
+  if (r.takes(Algorithm::kTree, r.n <= kDirectRanks)) {
     // A binomial tree from the root: ceil(log2 n) steps of the whole
     // buffer, each rank receiving once and then sending to its children
     // (the root to at most log2 n of them). Against the scatter and ring
@@ -436,8 +451,9 @@ void all_gather(const Run& r, const std::vector<size_t>& counts) {
   if (own != 0 && r.a.send != out + offsets[me] * r.es) {
     move_bytes(out + offsets[me] * r.es, r.a.send, own);
   }
-  if (r.n <= kDirectRanks && own * static_cast<size_t>(r.n - 1) <= kDirectBytes &&
-      total * r.es <= 4 * kDirectBytes) {
+  if (r.takes(Algorithm::kDirect,
+              r.n <= kDirectRanks && own * static_cast<size_t>(r.n - 1) <= kDirectBytes &&
+                  total * r.es <= 4 * kDirectBytes)) {
     // Blocks that fit ride in the frames: one message per peer.
     size_t largest = 0;
     for (size_t c : counts) largest = std::max(largest, c * r.es);
@@ -623,8 +639,8 @@ uint8_t* Scratch::get(int part, size_t bytes) {
 
 void run_collective(const std::shared_ptr<::gloo::Context>& ctx,
                     const std::shared_ptr<Waits>& waits, Scratch& scratch,
-                    const core::Operation& op) {
-  const Run r(ctx, waits, scratch, op);
+                    Algorithm algorithm, const core::Operation& op) {
+  const Run r(ctx, waits, scratch, algorithm, op);
   const size_t n = static_cast<size_t>(r.n);
   switch (r.a.kind) {
     case OpKind::kAllReduce:
@@ -657,6 +673,16 @@ void run_collective(const std::shared_ptr<::gloo::Context>& ctx,
   }
   fail(Status::kInternal, core::op_api_name(r.a.kind),
        " reached the collective path");
+}
+
+Algorithm algorithm_from_env() {
+  const char* v = std::getenv("GANG_GLOO_ALGORITHM");
+  if (v == nullptr || *v == '\0' || std::strcmp(v, "auto") == 0) return Algorithm::kAuto;
+  if (std::strcmp(v, "direct") == 0) return Algorithm::kDirect;
+  if (std::strcmp(v, "ring") == 0) return Algorithm::kRing;
+  if (std::strcmp(v, "tree") == 0) return Algorithm::kTree;
+  fail(Status::kInvalidArgument, "GANG_GLOO_ALGORITHM is \"", v,
+       "\": it must be auto, direct, ring or tree");
 }
 
 uint32_t wire_tag(const core::Operation& op) {

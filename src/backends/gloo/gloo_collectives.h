@@ -38,11 +38,27 @@ class Scratch {
   size_t cap_[kParts] = {};
 };
 
+// Which algorithm the collectives that have a choice take: kAuto picks by
+// size and rank count (the thresholds in gloo_collectives.cc); the others
+// force one wherever it applies, so that gang-bench can time each and the
+// thresholds can be checked. From GANG_GLOO_ALGORITHM (auto, direct, ring,
+// tree), which must be the same on every rank.
+//   direct: every rank exchanges with every other in one step (all-reduce,
+//           broadcast, all-gather; gangs of up to 8 ranks)
+//   ring:   reduce-scatter and all-gather around the ring (all-reduce,
+//           all-gather); for broadcast, the root scatters and a ring
+//           all-gather completes
+//   tree:   broadcast down a binomial tree (gangs of up to 8 ranks)
+enum class Algorithm : uint8_t { kAuto, kDirect, kRing, kTree };
+
+// GANG_GLOO_ALGORITHM's value; throws kInvalidArgument naming it.
+Algorithm algorithm_from_env();
+
 // Runs one collective (not send/recv), framed (see gloo_frames.h); every
 // wait ends by the operation's deadline.
 void run_collective(const std::shared_ptr<::gloo::Context>& ctx,
                     const std::shared_ptr<Waits>& waits, Scratch& scratch,
-                    const core::Operation& op);
+                    Algorithm algorithm, const core::Operation& op);
 
 // Turns a Gloo exception into a gang error (never returns): after abort the
 // broken connections are our own doing (kAborted); at the deadline it is
