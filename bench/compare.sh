@@ -3,9 +3,10 @@
 # Gloo program (bench/gloo_peer.cc) and Open MPI (bench/mpi_peer.c, shared
 # memory transport), for all_reduce, broadcast and all_gather on 2 and 4
 # local ranks, 8 B to 64 MiB. Prints one table of times and ratios (gang /
-# peer) and draws busbw against size (PNG). gang-bench runs with --bind
-# (one core per rank), as mpirun binds its ranks by default; unbound, the
-# scheduler sometimes leaves two ranks on one core for a whole run.
+# peer) and draws busbw against size (PNG). gang-bench on shm runs with
+# --bind (one core per rank), as mpirun binds its ranks by default;
+# unbound, the scheduler sometimes leaves two ranks on one core for a whole
+# run. On gloo it runs unbound, as the plain Gloo program does.
 #
 #   bench/compare.sh [BUILD_DIR] [OUT_DIR]     (defaults: build, build/compare)
 #
@@ -37,8 +38,12 @@ for n in 2 4; do
   for coll in all_reduce broadcast all_gather; do
     echo "== $coll, $n ranks" >&2
     for backend in shm gloo; do
+      # shm binds as mpirun does; gloo runs unbound as the plain Gloo
+      # program does (bound, each rank's Gloo event loop would share its
+      # core with the rank, which plain Gloo's loop never has to).
+      bind=$([ "$backend" = shm ] && echo --bind || true)
       settle
-      "$build/gangrun" --nproc-per-node "$n" -- "$build/gang-bench" --backend "$backend" --bind \
+      "$build/gangrun" --nproc-per-node "$n" -- "$build/gang-bench" --backend "$backend" $bind \
         -t "$coll" -b "${sizes[0]}" -e "${sizes[1]}" -f "${sizes[2]}" -n "$iters" -w 5 \
         -c 0 --json >"$out/gang-$backend.$coll.$n.json"
     done
