@@ -196,6 +196,15 @@ def _stream_name(stream: int) -> str:
     return f"stream {stream:#x}"
 
 
+class _ClosedHandle:
+    """Gang._h of a closed gang: reading it raises."""
+
+    def __get__(self, gang, cls=None):
+        if gang is None:
+            return self
+        raise GangInvalidArgumentError("operation on a closed gang; create a new gang")
+
+
 class Gang:
     """A group of processes, each with a rank in [0, size), that run
     collectives together. Made by :func:`create`, :class:`FakeGang`,
@@ -325,11 +334,10 @@ class Gang:
 
     # ---- identity -------------------------------------------------------
 
-    def __getattr__(self, name):
-        # Only reached for attributes that are missing: _h once closed.
-        if name == "_h":
-            raise GangInvalidArgumentError("operation on a closed gang; create a new gang")
-        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+    # self._h once closed (the instance's own _h hides it until then). A
+    # class attribute rather than __getattr__, which would slow down every
+    # attribute of a gang, its methods included.
+    _h = _ClosedHandle()
 
     def _detach(self):
         """Forgets the handle (closed); returns it, or None if it was."""
