@@ -10,6 +10,8 @@
  *    and gang_last_error(), read on the calling thread right after the call.
  *  - Buffers: any object with the buffer protocol; see python_typemaps.i and
  *    bindings/TYPEMAPS.md for which buffer each typemap maps and who owns it.
+ *  - Hot path: Gang.all_reduce and Gang.broadcast call fast_all_reduce and
+ *    fast_broadcast (python_fastcall.i) first, written by hand.
  */
 %module(package="gang", threads="1") capi
 
@@ -50,3 +52,6 @@
 
 /* Rendezvous through a store written in Python (gang.torch). */
 %include "python_store.i"
+
+/* The common case of all_reduce and broadcast, past SWIG's conversions. */
+%include "python_fastcall.i"

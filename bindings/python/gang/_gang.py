@@ -22,6 +22,11 @@ __all__ = ["Gang", "FakeGang", "ReduceOperation", "Work", "create", "detect_env"
 # install_interrupt): installed over Python's SIGINT handler, if it has one.
 capi.install_interrupt(threading.main_thread().ident)
 
+# all_reduce's and broadcast's common case in one C call each
+# (python_fastcall.i); NotImplemented sends the rest down the full path.
+_fast_all_reduce = capi.fast_all_reduce
+_fast_broadcast = capi.fast_broadcast
+
 
 class ReduceOperation(enum.IntEnum):
     """Reductions (gang_op_t). MEAN is also spelled AVG; it averages floating
@@ -196,6 +201,15 @@ def _stream_name(stream: int) -> str:
     return f"stream {stream:#x}"
 
 
+class _ClosedHandle:
+    """Gang._h of a closed gang: reading it raises."""
+
+    def __get__(self, gang, cls=None):
+        if gang is None:
+            return self
+        raise GangInvalidArgumentError("operation on a closed gang; create a new gang")
+
+
 class Gang:
     """A group of processes, each with a rank in [0, size), that run
     collectives together. Made by :func:`create`, :class:`FakeGang`,
@@ -226,6 +240,10 @@ class Gang:
         self._device_index = capi.gang_device_index(handle)
         self._ranks = None
         self._group_thread = None  # the thread with an open group()
+        # The handle again while all_reduce and broadcast may try capi's
+        # fast calls (a CPU gang, open, with no group() open on any thread);
+        # None otherwise.
+        self._fast = None if self._cuda else handle
         # CUDA streams: _follow while operations go on their operands' stream
         # (set_cuda_stream("auto")), False once set_cuda_stream chose one;
         # _stream_set is the stream last given to gang_set_cuda_stream (0 for
@@ -325,14 +343,14 @@ class Gang:
 
     # ---- identity -------------------------------------------------------
 
-    def __getattr__(self, name):
-        # Only reached for attributes that are missing: _h once closed.
-        if name == "_h":
-            raise GangInvalidArgumentError("operation on a closed gang; create a new gang")
-        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+    # self._h once closed (the instance's own _h hides it until then). A
+    # class attribute rather than __getattr__, which would slow down every
+    # attribute of a gang, its methods included.
+    _h = _ClosedHandle()
 
     def _detach(self):
         """Forgets the handle (closed); returns it, or None if it was."""
+        self._fast = None
         return self.__dict__.pop("_h", None)
 
     @property
@@ -501,6 +519,14 @@ class Gang:
     def all_reduce(self, x, op=ReduceOperation.SUM, *, dtype=None, async_op=False):
         """Reduces x over every rank, in place; returns x (torch's and
         fairseq2's all_reduce(tensor, op))."""
+        h = self._fast
+        if h is not None and dtype is None:
+            # A contiguous host buffer or tensor of a known dtype, in C.
+            work = _fast_all_reduce(h, x, op, async_op)
+            if work is None:
+                return x
+            if work is not NotImplemented:
+                return Work(work[0], x, work[1:], self)
         if type(op) is not ReduceOperation:
             op = _op(op)
         cuda = self._cuda
@@ -525,6 +551,13 @@ class Gang:
 
     def broadcast(self, x, source_rank=0, *, dtype=None, async_op=False):
         """Copies source_rank's x into every rank's x; returns x."""
+        h = self._fast
+        if h is not None and dtype is None:
+            work = _fast_broadcast(h, x, source_rank, async_op)
+            if work is None:
+                return x
+            if work is not NotImplemented:
+                return Work(work[0], x, work[1:], self)
         source_rank = _index("source_rank", source_rank)
         mv, dt, n = self._view(x, writable=True, dtype=dtype)
         if self._cuda:
@@ -756,15 +789,20 @@ class Gang:
         handle = self._h
         capi.gang_group_start(handle)
         self._group_thread = threading.get_ident()
+        self._fast = None  # the full path queues operations in the group
         try:
             yield self
         except BaseException:
-            self._group_thread = None
+            self._end_group()
             with contextlib.suppress(errors.GangError):
                 capi.gang_group_end(handle, None)
             raise
-        self._group_thread = None
+        self._end_group()
         capi.gang_group_end(handle, False)
+
+    def _end_group(self) -> None:
+        self._group_thread = None
+        self._fast = None if self._cuda else self.__dict__.get("_h")
 
     def barrier(self, *, async_op=False):
         """Returns once every rank has entered the barrier."""
