@@ -51,9 +51,14 @@ constexpr size_t kDirectBytes = 256 * 1024;
 // only: above this, pairs connect on first use (gloo_pairs.h), and a ring
 // or a dissemination keeps each rank's connections few.
 constexpr int kDirectRanks = 8;
+// All-reduce: the direct exchange while each rank sends at most this much
+// (bench/gloo_algorithms.sh, 3 and 4 ranks: direct 553 against ring 614 us
+// at 512 KiB on 3, 875 against 1022 at 256 KiB on 4; even at 512 KiB on 4).
+constexpr size_t kDirectReduceBytes = 1024 * 1024;
 // Two ranks: the direct exchange below this size, the ring (reduce-scatter
-// then all-gather, each rank reducing half) from it.
-constexpr size_t kTwoRankRingBytes = 256 * 1024;
+// then all-gather, each rank reducing half) from it (direct 251 against 275
+// us at 512 KiB; at 1 MiB either wins by turns, 250-450 us).
+constexpr size_t kTwoRankRingBytes = 1024 * 1024;
 
 using base::copy_bytes;
 using base::move_bytes;
@@ -202,15 +207,16 @@ void direct_reduce(const Run& r, const void* send, void* recv, int root) {
                   in[static_cast<size_t>(p)].data, bytes);
     }
   } else {
-    agree(r, partners);
     Transfers t(r.ctx, r.waits, r.op.deadline);
-    const uint64_t s = slot(kPayloadPrefix, r.tag, 0);
     auto* out = t.buffer(send, bytes);
     auto* all_buf = receives ? t.buffer(all, others) : nullptr;
     for (int p : partners) {
-      if (receives) t.recv(all_buf, p, s, slot_of(static_cast<size_t>(p)), bytes);
-      if (root < 0 || p == root) t.send(out, p, s, 0, bytes);
+      if (receives) {
+        post_early(t, all_buf, false, p, r.tag, slot_of(static_cast<size_t>(p)), bytes);
+      }
+      if (root < 0 || p == root) post_early(t, out, true, p, r.tag, 0, bytes);
     }
+    agree(r, partners);
     t.wait();
   }
   if (!receives || bytes == 0) return;
@@ -309,7 +315,7 @@ void all_reduce(const Run& r) {
   if (r.takes(Algorithm::kDirect,
               r.n == 2 ? bytes < kTwoRankRingBytes
                        : r.n <= kDirectRanks &&
-                             bytes * static_cast<size_t>(r.n - 1) <= kDirectBytes)) {
+                             bytes * static_cast<size_t>(r.n - 1) <= kDirectReduceBytes)) {
     direct_reduce(r, r.a.send, r.a.recv, -1);
     return;
   }
