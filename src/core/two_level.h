@@ -4,7 +4,8 @@
 // the first rank of each host is its leader, and the leaders form a gang on
 // a backend that spans hosts. All-reduce, broadcast, all-gather and the
 // barrier run within each host, among the leaders, and within each host
-// again; every other operation (and every group) runs on a flat gang of all
+// again (a large all-reduce in chunks, the leaders' exchange of one beside
+// the host's steps on the others); every other operation (and every group) runs on a flat gang of all
 // ranks on the wide backend, whose connections are made only when used.
 //
 // The core composes the two by their properties (BackendInfo::one_host_only)
