@@ -30,8 +30,8 @@ build=$(cd "${1:-$here/build}" && pwd)
 out=${2:-$build/two_hosts}
 links=${LINKS:-10gbit:25us 1gbit:25us}
 per_host=${PER_HOST:-2 4}
-min=${MIN:-16}
-max=${MAX:-64M}
+min=$(numfmt --from=iec "${MIN:-16}")
+max=$(numfmt --from=iec "${MAX:-64M}")
 iters=${ITERS:-5}
 mkdir -p "$out"
 rm -f "$out"/*.json "$out"/*.txt "$out/links" "$out"/*.err
@@ -150,49 +150,30 @@ for link in $links; do
     done
     store=$(mktemp -d)
     pair "plain.$tag.txt" "$p" env GLOO_PEER_HOST=@ADDR@ "$build/bench/gloo_peer" all_reduce \
-      "$min" $(numfmt --from=iec "$max") 4 "$iters" 2 "$store"
+      "$min" "$max" 4 "$iters" 2 "$store"
     rm -rf "$store"
     if [ -n "$mpi" ]; then
       ip netns exec "$NS_A" env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
         mpirun --oversubscribe -np $((2 * p)) --host "$ADDR_A:$p,$ADDR_B:$p" \
         --mca plm_rsh_agent "$agent" --mca btl self,tcp \
         --mca btl_tcp_if_include 10.78.0.0/24 --mca oob_tcp_if_include 10.78.0.0/24 \
-        "$build/bench/mpi_peer" all_reduce "$min" $(numfmt --from=iec "$max") 4 "$iters" 2 \
+        "$build/bench/mpi_peer" all_reduce "$min" "$max" 4 "$iters" 2 \
         >"$out/mpi.$tag.txt" 2>"$out/mpi.$tag.err" ||
         { echo "two_hosts.sh: Open MPI failed:" >&2; tail -n 5 "$out/mpi.$tag.err" >&2
           rm -f "$out/mpi.$tag.txt"; }
     fi
     if [ -n "$torch_py" ]; then
       pair "torch.$tag.txt" "$p" env GLOO_SOCKET_IFNAME=@IF@ "$torch_py" \
-        "$here/bench/torch_peer.py" "$min" $(numfmt --from=iec "$max") 4 "$iters" 2 \
+        "$here/bench/torch_peer.py" "$min" "$max" 4 "$iters" 2 \
         "$ADDR_A:$((port + 5000))"
     fi
   done
 done
 
-/usr/bin/python3 - "$out" "$(cat "$out/links")" "$per_host" <<'PY'
-import json, os, sys
+PYTHONPATH="$here/bench" /usr/bin/python3 - "$out" "$(cat "$out/links")" "$per_host" <<'PY'
+import os, sys
+from compare_report import gang, label, peer
 out, links, per_host = sys.argv[1], sys.argv[2].split(), sys.argv[3].split()
-
-def gang(path):
-    rows = {}
-    for r in json.load(open(path))["results"]:
-        half = r["out_of_place"] or r["in_place"]
-        rows[r["size"]] = half["time_us"]
-    return rows
-
-def peer(path):
-    rows = {}
-    for line in open(path):
-        s, us = line.split()
-        rows[int(s)] = float(us)
-    return rows
-
-def label(b):
-    for unit, shift in (("MiB", 20), ("KiB", 10)):
-        if b >= 1 << shift and b % (1 << shift) == 0:
-            return f"{b >> shift} {unit}"
-    return f"{b} B"
 
 def bits_per_s(rate):
     for unit, mult in (("gbit", 1e9), ("mbit", 1e6), ("kbit", 1e3)):
