@@ -46,22 +46,17 @@ for coll in $colls; do
   done
 done
 
-/usr/bin/python3 - "$out" "$colls" "$ranks" <<'PY'
-import glob, json, os, statistics, sys
+PYTHONPATH="$here/bench" /usr/bin/python3 - "$out" "$colls" "$ranks" <<'PY'
+import glob, os, statistics, sys
+from compare_report import gang, label
 out, colls, ranks = sys.argv[1], sys.argv[2].split(), sys.argv[3].split()
-def label(b):
-    for unit, shift in (("MiB", 20), ("KiB", 10)):
-        if b >= 1 << shift and b % (1 << shift) == 0:
-            return f"{b >> shift} {unit}"
-    return f"{b} B"
 for coll in colls:
     for n in ranks:
         t = {}
         for f in glob.glob(os.path.join(out, f"{coll}.{n}.*.json")):
             a = f.split(".")[-3]
-            for r in json.load(open(f))["results"]:
-                half = r["out_of_place"] or r["in_place"]
-                t.setdefault(a, {}).setdefault(r["size"], []).append(half["time_us"])
+            for s, us in gang(f).items():
+                t.setdefault(a, {}).setdefault(s, []).append(us)
         algos = [a for a in ("auto", "direct", "tree", "ring") if a in t]
         forced = [a for a in algos if a != "auto"]
         print(f"\n{coll}, {n} ranks, gang on Gloo, each algorithm forced: "

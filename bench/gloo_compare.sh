@@ -34,24 +34,18 @@ for n in $ranks; do
   done
 done
 
-/usr/bin/python3 - "$out" "$coll" "$ranks" <<'PY'
-import glob, json, os, statistics, sys
+PYTHONPATH="$here/bench" /usr/bin/python3 - "$out" "$coll" "$ranks" <<'PY'
+import glob, os, statistics, sys
+from compare_report import gang as gang_times, label, peer
 out, coll, ranks = sys.argv[1], sys.argv[2], sys.argv[3].split()
-def label(b):
-    for unit, shift in (("MiB", 20), ("KiB", 10)):
-        if b >= 1 << shift and b % (1 << shift) == 0:
-            return f"{b >> shift} {unit}"
-    return f"{b} B"
 for n in ranks:
     gang, plain = {}, {}
     for f in glob.glob(os.path.join(out, f"gang.{n}.*.json")):
-        for r in json.load(open(f))["results"]:
-            half = r["out_of_place"] or r["in_place"]
-            gang.setdefault(r["size"], []).append(half["time_us"])
+        for s, us in gang_times(f).items():
+            gang.setdefault(s, []).append(us)
     for f in glob.glob(os.path.join(out, f"plain.{n}.*.txt")):
-        for line in open(f):
-            s, us = line.split()
-            plain.setdefault(int(s), []).append(float(us))
+        for s, us in peer(f).items():
+            plain.setdefault(s, []).append(us)
     print(f"\n{coll}, {n} ranks, gang on Gloo against plain Gloo: median of the "
           f"runs' medians, us")
     print(f"{'size':>8} {'gang gloo':>10} {'plain Gloo':>11} {'gang/plain':>11}")

@@ -30,8 +30,6 @@ namespace {
 constexpr size_t kPipelineFrom = 32 << 20;
 constexpr size_t kPipelineChunk = 4 << 20;
 constexpr size_t kMaxChunks = 8;
-// A step's number within its operation: (n, chunk) for chunk < kChunkSlots.
-constexpr uint64_t kChunkSlots = 16;
 
 // Where the ranks of a gang sit: hosts numbered in order of their lowest
 // rank, and each host's ranks in rank order.
@@ -158,7 +156,7 @@ class TwoLevel final : public Backend {
             size_t chunk = 0) const {
     Operation op;
     op.args = std::move(args);
-    op.seq = (parent.seq * 4 + static_cast<uint64_t>(n)) * kChunkSlots + chunk;
+    op.seq = (parent.seq * 4 + static_cast<uint64_t>(n)) * kMaxChunks + chunk;
     op.channel = parent.channel;
     op.deadline = parent.deadline;
     op.stream = parent.stream;

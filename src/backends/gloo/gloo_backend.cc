@@ -22,13 +22,14 @@ using Millis = std::chrono::milliseconds;
 
 GlooBackend::GlooBackend(const core::BackendConfig& config,
                          std::shared_ptr<::gloo::transport::Device> device,
-                         std::shared_ptr<::gloo::rendezvous::Context> context)
+                         std::shared_ptr<::gloo::rendezvous::Context> context,
+                         Algorithm algorithm)
     : rank_(config.rank),
       size_(config.size),
       device_(std::move(device)),
       context_(std::move(context)),
       waits_(std::make_shared<Waits>()),
-      algorithm_(algorithm_from_env()) {}
+      algorithm_(algorithm) {}
 
 GlooBackend::~GlooBackend() = default;
 
@@ -73,13 +74,14 @@ std::unique_ptr<core::Backend> make_gloo(const core::BackendConfig& c) {
     fail(Status::kUnsupported,
          "gang_create: the gloo backend works on CPU buffers only");
   }
-  algorithm_from_env();  // a bad value fails before connecting
+  // Read once, before connecting: a bad value fails at once.
+  const Algorithm algorithm = algorithm_from_env();
   std::shared_ptr<::gloo::transport::Device> device;
   if (const auto* parent = dynamic_cast<const GlooBackend*>(c.parent)) {
     device = parent->device();
   }
   if (c.size == 1)
-    return std::make_unique<GlooBackend>(c, device, nullptr);
+    return std::make_unique<GlooBackend>(c, device, nullptr, algorithm);
   if (!c.store)
     fail(Status::kInternal, "gloo: a gang of size ", c.size, " has no store");
   if (!device) device = make_device(c.store->host());
@@ -101,7 +103,8 @@ std::unique_ptr<core::Backend> make_gloo(const core::BackendConfig& c) {
          " peers failed: ", what);
   }
   context->setTimeout(c.timeout);
-  return std::make_unique<GlooBackend>(c, std::move(device), std::move(context));
+  return std::make_unique<GlooBackend>(c, std::move(device), std::move(context),
+                                       algorithm);
 }
 
 core::BackendInfo gloo_info() {

@@ -21,7 +21,8 @@ class GlooBackend final : public core::Backend {
   // context is null for a gang of size 1, which needs no peers.
   GlooBackend(const core::BackendConfig& config,
               std::shared_ptr<::gloo::transport::Device> device,
-              std::shared_ptr<::gloo::rendezvous::Context> context);
+              std::shared_ptr<::gloo::rendezvous::Context> context,
+              Algorithm algorithm);
   ~GlooBackend() override;
 
   const char* name() const override { return "gloo"; }

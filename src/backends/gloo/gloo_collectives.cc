@@ -72,8 +72,7 @@ void post_early(Transfers& t, ::gloo::transport::UnboundBuffer* b, bool send,
                 int peer, uint32_t tag, size_t offset, size_t n) {
   for (size_t done = 0; done < n;) {
     const size_t c = std::min(n - done, kEarlyChunkBytes);
-    const uint64_t sl = (uint64_t{kEarlyPayloadPrefix} << 56) |
-                        (uint64_t{tag} << 24) | c;
+    const uint64_t sl = slot(kEarlyPayloadPrefix, tag, static_cast<uint32_t>(c));
     if (send) {
       t.send(b, peer, sl, offset + done, c);
     } else {
