@@ -146,6 +146,25 @@ static void child_main(const gang_test_opts_t* o, int rank, pid_t parent,
       setenv("GANG_HOST_ID", id, 1);
     }
   }
+  /* GANG_TEST_HOST_OF=h0,h1,...: rank r plays host h_r, for layouts of
+   * hosts of unequal size. */
+  {
+    const char* of = getenv("GANG_TEST_HOST_OF");
+    if (of != NULL && *of != '\0') {
+      const char* at = of;
+      int r = 0;
+      while (r < rank && at != NULL) {
+        at = strchr(at, ',');
+        if (at != NULL) ++at;
+        ++r;
+      }
+      if (at != NULL) {
+        char id[64];
+        snprintf(id, sizeof id, "gang-test-host-%d", atoi(at));
+        setenv("GANG_HOST_ID", id, 1);
+      }
+    }
+  }
 
   if (o->plain_fn != NULL) {
     rc = o->plain_fn(rank, o->size, url, o->arg);

@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -193,6 +194,75 @@ static int rank_killed(gang_t* g, int rank, int size, void* arg) {
   return 0;
 }
 
+/* A peer that exited but was not reaped yet (a zombie: its parent waits
+ * late, as Python's multiprocessing and some containers' PID 1 do) is
+ * gone: the survivors fail with PEER_LOST at once, not at the timeout.
+ * Rank 2's gang lives in a child of rank 2's process, which exits while
+ * that process sleeps without waiting for it. */
+#define ZOMBIE_TIMEOUT_MS 20000
+#define ZOMBIE_LIMIT_MS 3000
+#define SLOT_ZOMBIE 7
+
+static int zombie_rank(int rank, int size, const char* url) {
+  gang_options_t o;
+  gang_t* g = NULL;
+  int64_t x = 1, y = 0, t0;
+  gang_status_t st;
+  gang_options_init(&o);
+  o.backend = "shm";
+  o.rank = rank;
+  o.size = size;
+  o.init_method = url;
+  o.timeout_ms = ZOMBIE_TIMEOUT_MS;
+  CHECK_OK(gang_create(&o, &g));
+  CHECK_OK(gang_barrier(g, NULL));
+  if (rank == 2) _exit(0); /* its parent does not reap it yet */
+  CHECK(gang_test_wait_shared(SLOT_ZOMBIE, 1, 10000) == 0, "rank 2 never exited");
+  t0 = gang_test_now_ms();
+  st = gang_all_reduce(g, &x, &y, 1, GANG_INT64, GANG_SUM, NULL);
+  CHECK(st == GANG_ERR_PEER_LOST, "got %s after %lld ms: %s", gang_status_name(st),
+        (long long)(gang_test_now_ms() - t0), gang_last_error());
+  CHECK(gang_test_now_ms() - t0 <= ZOMBIE_LIMIT_MS, "PEER_LOST came after %lld ms",
+        (long long)(gang_test_now_ms() - t0));
+  CHECK(strstr(gang_last_error(), "rank 2") != NULL, "message: %s", gang_last_error());
+  gang_destroy(g);
+  return 0;
+}
+
+static int proc_zombie(int rank, int size, const char* url, void* arg) {
+  (void)arg;
+  if (rank == 2) {
+    int status = 0;
+    char stat[64], line[512];
+    FILE* f;
+    const pid_t child = fork();
+    CHECK(child >= 0, "fork failed");
+    if (child == 0) _exit(zombie_rank(rank, size, url));
+    /* Wait until the child is a zombie, say so, and keep it one while the
+     * others find it gone. */
+    snprintf(stat, sizeof stat, "/proc/%d/stat", (int)child);
+    for (;;) {
+      const char* state = NULL;
+      f = fopen(stat, "r");
+      CHECK(f != NULL, "no %s", stat);
+      if (fgets(line, sizeof line, f) != NULL) state = strrchr(line, ')');
+      fclose(f);
+      if (state != NULL && state[2] == 'Z') break;
+      gang_test_sleep_ms(5);
+    }
+    gang_test_shared_ints()[SLOT_ZOMBIE] = 1;
+    gang_test_sleep_ms(ZOMBIE_LIMIT_MS + 2000);
+    CHECK(waitpid(child, &status, 0) == child, "waitpid");
+    return 0;
+  }
+  return zombie_rank(rank, size, url);
+}
+
+static void test_shm_zombie_peer(void** s) {
+  (void)s;
+  assert_int_equal(gang_test_run_procs(3, proc_zombie, NULL, WALL_S), 0);
+}
+
 static void test_shm_gang(void** s) {
   (void)s;
   assert_int_equal(gang_test_run_ranks(1, "shm", rank_basic, NULL, 20000, WALL_S), 0);
@@ -230,6 +300,7 @@ int main(void) {
       cmocka_unit_test(test_shm_large),
       cmocka_unit_test(test_shm_posted_broadcasts),
       cmocka_unit_test(test_shm_leaves_nothing),
+      cmocka_unit_test(test_shm_zombie_peer),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -129,17 +129,39 @@ struct Run {
   // Whether to take `forced` (Algorithm), given that kAuto takes it when
   // `by_size`; the algorithms where every rank talks to every other are
   // for small gangs only.
+  // What it takes is noted in `chosen`, which the frames carry.
   bool takes(Algorithm forced, bool by_size) const {
-    if (algorithm == Algorithm::kAuto) return by_size;
-    if (algorithm != forced) return false;
-    return (forced != Algorithm::kDirect && forced != Algorithm::kTree) ||
-           n <= kDirectRanks;
+    const bool yes = algorithm == Algorithm::kAuto
+                         ? by_size
+                         : algorithm == forced &&
+                               ((forced != Algorithm::kDirect && forced != Algorithm::kTree) ||
+                                n <= kDirectRanks);
+    if (yes) chosen = forced;
+    return yes;
   }
+  // The algorithm this operation runs: every rank must choose the same,
+  // from facts they all have (the counts, the gang's size), never from
+  // their own block; the frames carry it and agree() compares.
+  mutable Algorithm chosen = Algorithm::kRing;
   // The ranks this one exchanges with in a rooted direct algorithm.
   std::vector<int> rooted() const {
     return me == a.root ? everyone_else() : std::vector<int>{a.root};
   }
 };
+
+const char* algorithm_name(Algorithm a) {
+  switch (a) {
+    case Algorithm::kAuto:
+      return "automatic";
+    case Algorithm::kDirect:
+      return "direct";
+    case Algorithm::kRing:
+      return "ring";
+    case Algorithm::kTree:
+      return "tree";
+  }
+  return "unknown";
+}
 
 std::vector<int> merged(std::vector<int> a, const std::vector<int>& b) {
   a.insert(a.end(), b.begin(), b.end());
@@ -163,12 +185,22 @@ std::vector<Frame> agree(const Run& r, const std::vector<int>& partners,
     const auto i = static_cast<size_t>(p);
     out[i] = make_frame(r.op, to_you ? (*to_you)[i] : 0,
                         from_you ? (*from_you)[i] : 0);
+    out[i].algorithm = static_cast<uint8_t>(r.chosen);
     if (inline_out && (*inline_out)[i] && inline_len <= kInlineBytes) {
-      out[i].inline_len = static_cast<uint32_t>(inline_len);
+      out[i].inline_len = static_cast<uint16_t>(inline_len);
       copy_bytes(out[i].data, (*inline_out)[i], inline_len);
     }
   }
   exchange_frames(r.ctx, r.waits, r.op.deadline, r.tag, partners, out, in);
+  for (int p : partners) {
+    const uint8_t theirs = in[static_cast<size_t>(p)].algorithm;
+    if (theirs != static_cast<uint8_t>(r.chosen)) {
+      fail(Status::kInternal, core::op_api_name(r.a.kind), ": rank ", r.me, " chose the ",
+           algorithm_name(r.chosen), " algorithm but rank ", p, " chose the ",
+           algorithm_name(static_cast<Algorithm>(theirs)),
+           " (a choice that must be made from what every rank knows)");
+    }
+  }
   return in;
 }
 
@@ -334,6 +366,7 @@ void all_reduce(const Run& r) {
 void reduce(const Run& r) {
   const size_t bytes = r.a.count * r.es;
   if (bytes * static_cast<size_t>(r.n - 1) <= kDirectBytes) {
+    r.chosen = Algorithm::kDirect;
     direct_reduce(r, r.a.send, r.a.recv, r.a.root);
     return;
   }
@@ -456,12 +489,14 @@ void all_gather(const Run& r, const std::vector<size_t>& counts) {
   if (own != 0 && r.a.send != out + offsets[me] * r.es) {
     move_bytes(out + offsets[me] * r.es, r.a.send, own);
   }
+  // Every choice below must be the same on every rank, so it is made from
+  // the counts, which every rank has, never from this rank's own block.
+  size_t largest = 0;
+  for (size_t c : counts) largest = std::max(largest, c * r.es);
   if (r.takes(Algorithm::kDirect,
-              r.n <= kDirectRanks && own * static_cast<size_t>(r.n - 1) <= kDirectBytes &&
+              r.n <= kDirectRanks && largest * static_cast<size_t>(r.n - 1) <= kDirectBytes &&
                   total * r.es <= 4 * kDirectBytes)) {
     // Blocks that fit ride in the frames: one message per peer.
-    size_t largest = 0;
-    for (size_t c : counts) largest = std::max(largest, c * r.es);
     if (largest <= kInlineBytes) {
       const auto mine = same_for_all(r, out + offsets[me] * r.es);
       const auto in = agree(r, r.everyone_else(), nullptr, nullptr, &mine, own);
@@ -738,7 +773,7 @@ GlooP2PWork::GlooP2PWork(std::shared_ptr<::gloo::Context> ctx,
     if (is_send_) {
       Frame f = make_frame(op, bytes_, 0);
       if (bytes_ <= kInlineBytes) {
-        f.inline_len = static_cast<uint32_t>(bytes_);
+        f.inline_len = static_cast<uint16_t>(bytes_);
         copy_bytes(f.data, data_, bytes_);
       }
       std::memcpy(frame_.get(), &f, sizeof f);

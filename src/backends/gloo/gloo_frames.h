@@ -37,7 +37,9 @@ struct Frame {
   uint8_t op;
   uint8_t channel;
   int32_t root;  // root, or the tag of a send
-  uint32_t inline_len;
+  uint16_t inline_len;
+  uint8_t algorithm;  // the algorithm the sender chose (gloo_collectives.cc)
+  uint8_t spare;
   uint64_t count;        // the count every rank passes alike; v-ops: own count
   uint64_t total;        // v-ops: the sum of the per-rank counts
   uint64_t counts_hash;  // v-ops: a hash of the counts every rank passes alike

@@ -12,6 +12,7 @@
 #include <ctime>
 
 #include "base/error.h"
+#include "base/process.h"
 #include "core/env.h"
 #include "core/log.h"
 
@@ -72,7 +73,7 @@ void Waiter::fail_gang(Status status, const std::string& why) const noexcept {
 
 void Waiter::check_alive(int r) const {
   const int32_t pid = segment_.rank_block(r).pid.load(std::memory_order_acquire);
-  if (pid > 0 && ::kill(pid, 0) != 0 && errno == ESRCH) {
+  if (base::process_ended(pid)) {
     fail(Status::kPeerLost, "shm: rank ", r, " (pid ", pid, ") is gone");
   }
 }
