@@ -472,7 +472,17 @@ GANG_API gang_status_t gang_create_fake(int rank, int size, gang_t** out);
  *  The same holds for every handle: a destroyed handle, or a value gang never
  *  made, is GANG_ERR_INVALID_ARGUMENT naming the function, without any memory
  *  being read through it. (Handle values are recycled, but one names a new
- *  object only after hundreds of thousands of later creations.) */
+ *  object only after hundreds of thousands of later creations.)
+ *
+ *  After fork(): the child inherits the parent's handles (gangs, stores,
+ *  works, gangs_t) but not the threads and connections behind them, and its
+ *  use of them would break the parent's gang. So they are inert in the
+ *  child: every call with one returns GANG_ERR_INVALID_ARGUMENT at once, the
+ *  message saying the handle belongs to the parent process; gang_destroy
+ *  (and the other destroys) return GANG_OK and only forget the handle in the
+ *  child, touching nothing the parent uses. The parent's gang is untouched.
+ *  (A Python multiprocessing worker started with "fork", such as a
+ *  DataLoader worker, is such a child.) */
 GANG_API gang_status_t gang_destroy(gang_t* gang);
 
 /** Aborts a gang. Thread-safe and prompt: in-flight and later operations on

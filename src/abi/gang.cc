@@ -115,7 +115,7 @@ GANG_API gang_status_t gang_destroy(gang_t* g) {
   // them (at most the timeout) and aborts the rest, and the last of them
   // to return frees the gang.
   const auto impl = gang::abi::gang_table().remove(g, "gang_destroy");
-  impl->shutdown();
+  if (impl) impl->shutdown();  // null: a forked child forgot its parent's
   return GANG_OK;
   GANG_ABI_CATCH
 }

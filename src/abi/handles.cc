@@ -1,8 +1,11 @@
 #include "abi/handles.h"
 
+#include <pthread.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <new>
@@ -72,6 +75,49 @@ constexpr size_t kSlots = (size_t{1} << 30) / HandleSpace::kSlotBytes;
 constexpr size_t kWorkSlots = (size_t{1} << 32) / HandleSpace::kSlotBytes;
 
 }  // namespace
+
+namespace {
+
+std::atomic<uint32_t> g_generation{0};
+std::atomic<pid_t> g_generation_pid{0};
+
+void lock_tables() {
+  gang_table().lock_for_fork();
+  store_table().lock_for_fork();
+  work_table().lock_for_fork();
+  gangs_table().lock_for_fork();
+}
+
+void unlock_tables() {
+  gangs_table().unlock_after_fork();
+  work_table().unlock_after_fork();
+  store_table().unlock_after_fork();
+  gang_table().unlock_after_fork();
+}
+
+void in_child() {
+  g_generation.fetch_add(1);
+  g_generation_pid.store(::getpid());
+  unlock_tables();
+}
+
+}  // namespace
+
+uint32_t process_generation() { return g_generation.load(std::memory_order_relaxed); }
+
+pid_t generation_pid() {
+  const pid_t p = g_generation_pid.load(std::memory_order_relaxed);
+  return p != 0 ? p : ::getpid();
+}
+
+void watch_forks() {
+  static const bool installed = [] {
+    g_generation_pid.store(::getpid());
+    ::pthread_atfork(lock_tables, unlock_tables, in_child);
+    return true;
+  }();
+  (void)installed;
+}
 
 GangTable& gang_table() {
   static Immortal<GangTable> t("gang", kSlots);

@@ -33,6 +33,14 @@
 // inside a call with it never frees the object under that call: the destroy
 // removes the entry at once (later calls are refused), and the object goes
 // when the last running call returns.
+//
+// After fork(), a child inherits the tables with every handle its parent
+// had, but not the threads, connections and peers behind them. Such
+// handles are inert in the child: each records the fork generation it was
+// made in (process_generation(), which a fork handler advances in the
+// child), a call with one from an earlier generation is refused at once
+// saying whose it is, and removing one forgets it without running its
+// object's teardown, whose sockets, segments and threads are the parent's.
 #pragma once
 
 #include <cstddef>
@@ -40,12 +48,22 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <sys/types.h>
 #include <utility>
 #include <vector>
 
 #include "base/error.h"
 
 namespace gang::abi {
+
+// How many forks lie between the process that first loaded gang and this
+// one (0 there, 1 in its children, ...), and the process that made the
+// handles of the current generation. The first table made installs the
+// fork handlers that keep both, and that hold every table's lock across a
+// fork so a child never inherits one locked.
+uint32_t process_generation();
+pid_t generation_pid();
+void watch_forks();
 
 // The address space behind one kind of handle: ranges reserved as they are
 // needed, never accessible. Not thread-safe: its table's lock guards it.
@@ -118,48 +136,75 @@ class HandleTable {
   // kind names the handle in messages ("gang", "store"); max_slots is the
   // most live handles of the kind.
   HandleTable(const char* kind, size_t max_slots)
-      : kind_(kind), space_(kind, max_slots) {}
+      : kind_(kind), space_(kind, max_slots) {
+    watch_forks();
+  }
+
+  // Held by the fork handlers across a fork.
+  void lock_for_fork() { mu_.lock(); }
+  void unlock_after_fork() { mu_.unlock(); }
 
   // A new handle for object.
   H* insert(std::shared_ptr<T> object) {
     std::lock_guard<std::mutex> lock(mu_);
     const size_t slot = take_slot();
     slots_[slot].object = std::move(object);
+    slots_[slot].born = process_generation();
+    slots_[slot].owner = generation_pid();
     return to_handle(space_.encode(slot, slots_[slot].generation));
   }
 
   // The object behind a live handle, held for the caller; null if h is
-  // NULL, destroyed or not a handle of this kind.
+  // NULL, destroyed, not a handle of this kind, or inherited across fork().
   std::shared_ptr<T> find(const H* h) const {
     std::lock_guard<std::mutex> lock(mu_);
     size_t slot;
-    return live(h, &slot) ? slots_[slot].object : nullptr;
+    return live(h, &slot) && !inherited(slots_[slot]) ? slots_[slot].object : nullptr;
   }
 
-  // As find, but a bad handle is kInvalidArgument naming api.
+  // As find, but a bad handle is kInvalidArgument naming api, and so is
+  // one inherited across fork(), saying whose it is.
   std::shared_ptr<T> pin(const H* h, const char* api) const {
-    auto object = find(h);
-    if (!object) refuse(h, api);
-    return object;
+    pid_t owner = 0;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      size_t slot;
+      if (live(h, &slot)) {
+        if (!inherited(slots_[slot])) return slots_[slot].object;
+        owner = slots_[slot].owner;
+      }
+    }
+    if (owner != 0) refuse_inherited(h, api, owner);
+    refuse(h, api);
   }
 
   // Ends a handle: from now on it is refused. Returns the table's reference
   // to its object (others may still be held by running calls); a bad handle
-  // is kInvalidArgument naming api.
+  // is kInvalidArgument naming api. A handle inherited across fork() ends
+  // too, but its object is the parent's and is left as it is: null is
+  // returned, and the caller has nothing to tear down.
   std::shared_ptr<T> remove(H* h, const char* api) {
     std::shared_ptr<T> object;
+    bool ended = false;
     {
       std::lock_guard<std::mutex> lock(mu_);
       size_t slot;
       if (live(h, &slot)) {
         Slot& s = slots_[slot];
-        object = std::move(s.object);
+        if (inherited(s)) {
+          // Never released: its destructor would close the parent's
+          // connections and wait for threads this process does not have.
+          new std::shared_ptr<T>(std::move(s.object));
+        } else {
+          object = std::move(s.object);
+        }
         s.object.reset();
         ++s.generation;
         free_.push_back(slot);
+        ended = true;
       }
     }
-    if (!object) refuse(h, api);
+    if (!ended) refuse(h, api);
     return object;
   }
 
@@ -167,7 +212,11 @@ class HandleTable {
   struct Slot {
     uint32_t generation = 0;
     std::shared_ptr<T> object;  // null while free
+    uint32_t born = 0;          // process_generation() when it was made
+    pid_t owner = 0;            // the process that made it
   };
+
+  static bool inherited(const Slot& s) { return s.born != process_generation(); }
 
   static H* to_handle(uintptr_t value) { return reinterpret_cast<H*>(value); }
 
@@ -211,6 +260,13 @@ class HandleTable {
     fail(Status::kInvalidArgument, api, ": ", kind_, " ",
          static_cast<const void*>(h), " is not a live ", kind_,
          " handle (destroyed already, or never made by gang)");
+  }
+
+  [[noreturn]] void refuse_inherited(const H* h, const char* api, pid_t owner) const {
+    fail(Status::kInvalidArgument, api, ": ", kind_, " ", static_cast<const void*>(h),
+         " belongs to process ", owner, ", of which this process (", generation_pid(),
+         ") is a fork: a forked child cannot use its parent's ", kind_,
+         " handles (destroying one only forgets it here; the parent's is untouched)");
   }
 
   const char* kind_;

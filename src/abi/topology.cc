@@ -174,6 +174,7 @@ GANG_API gang_status_t gangs_destroy(gangs_t* gangs) {
   GANG_ABI_TRY
   if (gangs == nullptr) return GANG_OK;
   const auto set = gang::abi::gangs_table().remove(gangs, "gangs_destroy");
+  if (!set) return GANG_OK;  // a forked child forgot its parent's
   gang_status_t first = GANG_OK;
   for (gang_t* h : set->owned) {
     const gang_status_t s = gang_destroy(h);

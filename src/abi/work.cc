@@ -29,7 +29,7 @@ GANG_API gang_status_t gang_work_destroy(gang_work_t* work) {
   // The handle dies first; the operation is still waited for (bounded by
   // its deadline), so its buffers are free once this returns.
   const auto w = gang::abi::work_table().remove(work, "gang_work_destroy");
-  w->wait(gang::core::Millis(-1), nullptr);
+  if (w) w->wait(gang::core::Millis(-1), nullptr);  // null: the parent's
   return GANG_OK;
   GANG_ABI_CATCH
 }
