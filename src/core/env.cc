@@ -77,6 +77,10 @@ std::chrono::milliseconds shrink_form() {
   return millis_or("GANG_SHRINK_FORM_MS", kDefaultShrinkForm, 1);
 }
 
+std::chrono::milliseconds failure_detect() {
+  return millis_or("GANG_FAILURE_DETECT_MS", kDefaultFailureDetect, 100);
+}
+
 std::string socket_ifname() {
   const char* v = raw("GANG_SOCKET_IFNAME");
   return v ? v : "";

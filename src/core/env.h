@@ -33,6 +33,12 @@ constexpr std::chrono::milliseconds kDefaultShrinkForm{3000};
 std::chrono::milliseconds shrink_settle();
 std::chrono::milliseconds shrink_form();
 
+// GANG_FAILURE_DETECT_MS: how long a rank's heartbeat may stand still
+// before membership changes take it for failed (liveness.h); default 3 s,
+// at least 100 ms.
+constexpr std::chrono::milliseconds kDefaultFailureDetect{3000};
+std::chrono::milliseconds failure_detect();
+
 // GANG_SOCKET_IFNAME, or "".
 std::string socket_ifname();
 

@@ -5,6 +5,7 @@
 
 #include "core/control_channel.h"
 #include "core/env.h"
+#include "core/liveness.h"
 #include "core/executor.h"
 #include "core/flight_recorder.h"
 #include "core/watchdog.h"
@@ -254,6 +255,13 @@ std::shared_ptr<Gang> Gang::make(Setup s) {
         store::with_prefix(s.store, s.store_prefix + "notice/",
                            s.config.timeout),
         s.store);
+  }
+  if (s.store && s.size > 1 && !g->caps_->emulates_peers) {
+    // Who this rank is, for membership changes to tell failed from slow
+    // (liveness.h): recorded before the barrier, so every rank's record is
+    // there once the gang is.
+    publish_self(*s.store, s.store_prefix, s.rank);
+    keep_beating(s.store);
   }
   if (s.size > 1 && !g->caps_->emulates_peers) {
     // Nobody leaves the rendezvous before everybody is done with the store,

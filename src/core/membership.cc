@@ -3,24 +3,35 @@
 // store, not its backend (which is broken), and make a new gang of
 // themselves; a running gang admits new processes that asked to join.
 //
-// Agreement, in rounds under <store prefix>shrink<n>/<round>/:
+// Who is left is decided by liveness, not punctuality (liveness.h): a rank
+// that is alive is waited for, up to the shrink's timeout; only a rank known
+// to have failed is left out. Agreement, in rounds under
+// <store prefix>shrink<n>/<round>/:
 //  - Each survivor counts itself in: add(here/<rank>, 1), then
-//    add(count, 1). The first to arrive (count 1) is the round's decider.
-//  - The decider waits until every rank of the gang has arrived, or until
-//    no new one came for the settle time (GANG_SHRINK_SETTLE_MS, default
-//    300 ms), or the timeout. Then it seals the round: add(seal, 1) == 1
-//    makes it the round's one writer, and it writes members = the ranks that
-//    counted themselves in, in rank order.
-//  - Every other survivor waits for members. If none comes within the settle
-//    time plus a grace (the decider died, or froze), it tries to seal the
-//    round itself: winning the seal, it writes members = "abandoned" and
-//    everyone goes on to the next round; losing it, the decider sealed first
-//    and members comes.
-// The seal is won once, so every survivor reads the same members of a
-// round, and a round's outcome never changes. A survivor that counts
-// itself in after the seal (it was frozen, or merely late) reads members
-// without itself: it is excluded, and its gang_shrink says so rather than
-// entering the new gang, which meets under a prefix only members use.
+//    add(count, 1). The first to arrive (count 1) is the round's decider and
+//    says so (decider = its rank).
+//  - The decider waits until every rank of the gang has arrived or is known
+//    to have failed (at once when its process ended; else when its
+//    heartbeat stood still for GANG_FAILURE_DETECT_MS), or until its cut,
+//    shortly before its timeout. The members are the ranks that arrived and
+//    have not failed since.
+//  - It writes them as its proposal, then commits: add(fate, 1). A commit
+//    that comes first makes the proposal the round's outcome, written as
+//    members; one that finds the round abandoned writes members =
+//    "abandoned".
+//  - Every other survivor waits for members, and watches the decider. When
+//    the decider is known to have failed (or never said who it is within
+//    the detection interval), it abandons the round: add(fate, 2^32). The
+//    first of commit and abandon wins, and each side learns which from the
+//    sum it gets back: an abandon that finds a commit before it reads the
+//    proposal (written before the commit); a commit that finds an abandon
+//    before it gives up. An abandoned round is over for everyone, who go on
+//    to the next.
+// So every survivor reads the same outcome of a round, and a round's outcome
+// never changes, whoever dies at whichever step. A survivor that counts
+// itself in after the commit reads members without itself: it is excluded,
+// and its gang_shrink says so rather than entering the new gang, which meets
+// under a prefix only members use.
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -32,6 +43,7 @@
 #include "core/briefly.h"
 #include "core/control_channel.h"
 #include "core/env.h"
+#include "core/liveness.h"
 #include "core/gang.h"
 #include "core/log.h"
 #include "core/rendezvous.h"
@@ -97,15 +109,80 @@ std::string read_members(store::Store& s, const std::string& key, Millis wait) {
 
 }  // namespace
 
+namespace {
+
+constexpr int64_t kAbandon = int64_t{1} << 32;  // fate: an abandon
+constexpr int64_t kCommits = kAbandon - 1;       // fate: the commits' bits
+constexpr Millis kPoll{10};
+
+int64_t counter(store::Store& s, const std::string& key) { return s.add(key, 0); }
+
+// The decider's wait: until every rank arrived or is known to have failed,
+// or the cut. Returns the members: arrived and not failed since.
+std::vector<int> wait_for_survivors(store::Store& s, const std::string& p, PeerWatch& watch,
+                                    int size, int me, Clock::time_point cut,
+                                    const std::string& gang) {
+  std::vector<bool> here(static_cast<size_t>(size), false);
+  std::vector<std::string> why(static_cast<size_t>(size));
+  here[static_cast<size_t>(me)] = true;
+  int64_t seen = 0;
+  for (;;) {
+    const int64_t count = counter(s, p + "count");
+    if (count != seen) {
+      seen = count;
+      for (int r = 0; r < size; ++r) {
+        if (!here[static_cast<size_t>(r)]) here[static_cast<size_t>(r)] = counter(s, str_cat(p, "here/", r)) > 0;
+      }
+    }
+    bool waiting = false;
+    for (int r = 0; r < size; ++r) {
+      const auto i = static_cast<size_t>(r);
+      if (!here[i] && why[i].empty() && !watch.failed(r, &why[i])) waiting = true;
+    }
+    if (!waiting) break;
+    if (Clock::now() >= cut) {
+      std::string late;
+      for (int r = 0; r < size; ++r) {
+        const auto i = static_cast<size_t>(r);
+        if (!here[i] && why[i].empty()) late += str_cat(late.empty() ? "" : ", ", r);
+      }
+      GANG_LOG(kWarn, "gang \"", gang, "\" rank ", me, ": ", kApi, " went on without rank(s) ",
+               late, ", alive but not in gang_shrink before the timeout");
+      break;
+    }
+    std::this_thread::sleep_for(kPoll);
+  }
+  std::vector<int> members;
+  for (int r = 0; r < size; ++r) {
+    const auto i = static_cast<size_t>(r);
+    if (!here[i]) continue;
+    // One that arrived and died since would hold the new gang up.
+    std::string died;
+    if (r != me && watch.failed(r, &died)) {
+      GANG_LOG(kInfo, "gang \"", gang, "\": rank ", r, " counted itself in but ", died);
+      continue;
+    }
+    members.push_back(r);
+  }
+  return members;
+}
+
+}  // namespace
+
 std::vector<int> Gang::agree_survivors(uint64_t id, Millis timeout) {
   if (!store_) {
     fail(Status::kUnsupported, kApi, ": gang \"", name_,
          "\" was made without a store (a fake gang or one rank)");
   }
   store::Store& s = *store_;
-  const Millis settle = env::shrink_settle();
-  const Millis grace = settle + Millis(2000);
   const Clock::time_point deadline = deadline_after(timeout);
+  // The decider commits this long before its own deadline, so the others
+  // (whose calls began about when its did) read the outcome within theirs.
+  const Clock::time_point cut = deadline - std::min(Millis(2000), timeout / 4);
+  PeerWatch watch(store_, store_prefix_, size_);
+  // Ranks on this host that died are told to deciders on other hosts.
+  watch.mark_ended_neighbours();
+  const Millis detect = env::failure_detect();
   for (int round = 0;; ++round) {
     if (Clock::now() >= deadline) {
       fail(Status::kTimeout, kApi, ": the survivors of gang \"", name_,
@@ -114,48 +191,63 @@ std::vector<int> Gang::agree_survivors(uint64_t id, Millis timeout) {
     }
     const std::string p = str_cat(store_prefix_, "shrink", id, "/", round, "/");
     s.add(str_cat(p, "here/", rank_), 1);
-    const int64_t arrival = s.add(p + "count", 1);
-    std::string text;
-    if (arrival == 1) {
-      // The decider: wait for everyone, or for the arrivals to settle.
-      int64_t seen = 1;
-      Clock::time_point last = Clock::now();
-      while (seen < size_ && Clock::now() < deadline &&
-             Clock::now() - last < settle) {
-        std::this_thread::sleep_for(Millis(5));
-        const int64_t now = s.add(p + "count", 0);
-        if (now != seen) {
-          seen = now;
-          last = Clock::now();
-        }
-      }
-      if (s.add(p + "seal", 1) == 1) {
-        std::vector<int> members;
-        for (int r = 0; r < size_; ++r) {
-          if (s.add(str_cat(p, "here/", r), 0) > 0) members.push_back(r);
-        }
-        text = members_text(members);
+    if (s.add(p + "count", 1) == 1) {
+      s.set(p + "decider", as_bytes(str_cat(rank_)));
+      const std::vector<int> members =
+          wait_for_survivors(s, p, watch, size_, rank_, cut, name_);
+      const std::string text = members_text(members);
+      s.set(p + "proposal", as_bytes(text));
+      const int64_t before = s.add(p + "fate", 1) - 1;
+      if (before == 0) {
         s.set(p + "members", as_bytes(text));
+        return members;
+      }
+      s.set(p + "members", as_bytes(kAbandoned));
+      continue;
+    }
+    // Wait for the outcome, watching the decider.
+    const Clock::time_point arrived = Clock::now();
+    int decider = -1;
+    std::string text;
+    while (text.empty()) {
+      text = read_members(s, p + "members", kPoll * 5);
+      if (!text.empty()) break;
+      if (Clock::now() >= deadline) {
+        fail(Status::kTimeout, kApi, ": the survivors of gang \"", name_,
+             "\" did not agree within ", timeout.count(), " ms (round ", round,
+             " had no outcome)");
+      }
+      const int64_t fate = counter(s, p + "fate");
+      if (fate >= kAbandon && (fate & kCommits) == 0) {
+        text = kAbandoned;  // another survivor gave the decider up
+        break;
+      }
+      if (decider < 0) {
+        const std::string d = read_members(s, p + "decider", Millis(1));
+        if (!d.empty()) decider = std::atoi(d.c_str());
+      }
+      std::string why;
+      const bool gone = decider >= 0 ? watch.failed(decider, &why)
+                                     : Clock::now() - arrived >= detect;
+      if (!gone) continue;
+      const int64_t before = s.add(p + "fate", kAbandon) - kAbandon;
+      if (before == 0 || (before & kCommits) == 0) {
+        GANG_LOG(kWarn, "gang \"", name_, "\" rank ", rank_, ": ", kApi, " round ", round,
+                 ": its decider, rank ", decider, ", ",
+                 decider >= 0 ? why : std::string("never said who it is"),
+                 "; agreeing again");
+        text = kAbandoned;
+      } else if (before < kAbandon) {
+        // The decider committed before failing: its proposal stands.
+        text = read_members(s, p + "proposal", Millis(1000));
+      } else {
+        // A commit and an abandon before this one: the decider writes which
+        // came first.
+        text = read_members(s, p + "members",
+                            std::chrono::duration_cast<Millis>(deadline - Clock::now()));
       }
     }
-    if (text.empty()) {
-      text = read_members(s, p + "members",
-                          std::min(grace, std::chrono::duration_cast<Millis>(
-                                              deadline - Clock::now())));
-    }
-    if (text.empty() && s.add(p + "seal", 1) == 1) {
-      // The decider is gone or frozen: this round is over for everyone.
-      text = kAbandoned;
-      s.set(p + "members", as_bytes(text));
-      GANG_LOG(kWarn, "gang \"", name_, "\" rank ", rank_, ": ", kApi,
-               " round ", round, " had no decision within ", grace.count(),
-               " ms; trying again");
-    }
-    if (text.empty()) {
-      text = read_members(s, p + "members", std::chrono::duration_cast<Millis>(
-                                                deadline - Clock::now()));
-    }
-    if (text.empty() || text == kAbandoned) continue;
+    if (text == kAbandoned) continue;
     return parse_members(text);
   }
 }

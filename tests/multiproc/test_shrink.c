@@ -3,11 +3,14 @@
  * left and go on in a new gang. A rank is SIGKILLed in an all-reduce, in a
  * barrier, in a send/recv exchange; two at once; the survivors shrink,
  * check the new gang's rank, size, name and root ranks, and all-reduce in
- * it (the sum of the survivors' root ranks). A rank that calls gang_shrink
- * only after the others agreed (it was slow) is excluded and says so; so is
- * a rank SIGSTOPped through the agreement and SIGCONTed after it, on every
- * call of the old gang, while the new gang's results stay right. A rank
- * SIGKILLed inside gang_shrink itself is left out by the others.
+ * it (the sum of the survivors' root ranks). Who is left is decided by
+ * liveness: a survivor that calls gang_shrink a second after the others
+ * (writing a checkpoint) is waited for and stays, the others' recovery
+ * taking its delay and little more; one that comes only after the others'
+ * timeout is excluded and says so; so is a rank SIGSTOPped through the
+ * agreement and SIGCONTed after it, on every call of the old gang, while
+ * the new gang's results stay right. A rank SIGKILLed inside gang_shrink
+ * itself is left out by the others.
  * The backend is GANG_TEST_BACKEND (gloo by default; CTest runs shm too).
  */
 #define _GNU_SOURCE
@@ -28,6 +31,13 @@
 
 #define TIMEOUT_MS 5000
 #define WALL_S 90
+/* The others' gang_shrink waits for an alive rank this long at most (their
+ * shrink timeout less the decider's margin); later than this is excluded. */
+#define SHRINK_TIMEOUT_MS 4000
+#define LATE_WAITED_MS 2500
+/* How long a survivor waits for a late rank beyond its delay, at most (the
+ * target is half a second; two cores running every rank add to it). */
+#define LATE_SLACK_MS 1500
 
 #define SLOT_READY 1     /* ranks in their blocking call */
 #define SLOT_RECOVER 2   /* the slowest recovery seen, ms */
@@ -41,7 +51,8 @@ typedef struct shrink_case {
   int victims[2];
   int nvictims;
   enum where where;
-  int late;  /* a survivor that sleeps through the agreement: excluded */
+  int late;  /* a survivor that calls gang_shrink late_ms after the others */
+  int late_ms; /* below the others' timeout: waited for; beyond it: excluded */
   int stopped;        /* SIGSTOPped until the others shrank: excluded */
   int dies_in_shrink; /* SIGKILLed inside gang_shrink */
 } shrink_case_t;
@@ -56,8 +67,8 @@ static int is_victim(const shrink_case_t* c, int rank) {
 
 /* Not in the shrunk gang. */
 static int left_out(const shrink_case_t* c, int rank) {
-  return is_victim(c, rank) || rank == c->late || rank == c->stopped ||
-         rank == c->dies_in_shrink;
+  return is_victim(c, rank) || (rank == c->late && c->late_ms > LATE_WAITED_MS) ||
+         rank == c->stopped || rank == c->dies_in_shrink;
 }
 
 static int survivors(const shrink_case_t* c, int size) {
@@ -186,9 +197,9 @@ static int rank_shrink(gang_t* g, int rank, int size, void* arg) {
     CHECK(named, "rank %d's error names no lost rank: %s", rank, gang_last_error());
   }
   t0 = gang_test_now_ms();
-  if (rank == c->late) {
-    /* Frozen through the agreement: comes back after it. */
-    gang_test_sleep_ms(3000);
+  if (rank == c->late && c->late_ms > LATE_WAITED_MS) {
+    /* Busy through the agreement: comes back after the others' timeout. */
+    gang_test_sleep_ms(c->late_ms);
     CHECK_STATUS(gang_shrink(g, 2000, &small), GANG_ERR_ABORTED);
     CHECK(small == NULL, "an excluded rank got a gang");
     CHECK(strstr(gang_last_error(), "excluded") != NULL,
@@ -199,6 +210,7 @@ static int rank_shrink(gang_t* g, int rank, int size, void* arg) {
     /* A short window to meet in, then the survivors agree again. */
     setenv("GANG_SHRINK_FORM_MS", "1500", 1);
   }
+  if (rank == c->late) gang_test_sleep_ms(c->late_ms); /* writing a checkpoint */
   if (rank == c->dies_in_shrink) {
     __atomic_add_fetch(&gang_test_shared_ints()[SLOT_IN_SHRINK], 1, __ATOMIC_SEQ_CST);
     s = gang_shrink(g, 20000, &small);
@@ -206,7 +218,7 @@ static int rank_shrink(gang_t* g, int rank, int size, void* arg) {
             gang_status_name(s));
     return 1;
   }
-  CHECK_OK(gang_shrink(g, c->dies_in_shrink != NONE ? 20000 : 0, &small));
+  CHECK_OK(gang_shrink(g, c->dies_in_shrink != NONE ? 20000 : SHRINK_TIMEOUT_MS, &small));
   __atomic_add_fetch(&gang_test_shared_ints()[SLOT_SHRUNK], 1, __ATOMIC_SEQ_CST);
   {
     const int64_t took = gang_test_now_ms() - t0;
@@ -218,6 +230,12 @@ static int rank_shrink(gang_t* g, int rank, int size, void* arg) {
     }
   }
   CHECK(small != NULL, "no gang");
+  if (c->late != NONE && c->late_ms <= LATE_WAITED_MS && rank != c->late) {
+    /* Waited for the late rank, and not much longer. */
+    const int64_t took = gang_test_now_ms() - t0;
+    CHECK(took >= c->late_ms - 100 && took <= c->late_ms + LATE_SLACK_MS,
+          "recovery took %lld ms with a rank %d ms late", (long long)took, c->late_ms);
+  }
   CHECK(gang_size(small) == expect_size, "shrunk to %d ranks, want %d",
         gang_size(small), expect_size);
   /* Ranked in the order of the old ranks. */
@@ -265,7 +283,8 @@ static void run(int size, shrink_case_t c) {
   assert_int_equal(gang_test_run(&o), 0);
   fprintf(stderr, "shrink: %d ranks, %d lost%s%s%s: the slowest survivor had its new gang "
           "%lld ms after its call failed\n", size, c.nvictims,
-          c.late >= 0 ? ", one late and excluded" : "",
+          c.late < 0 ? "" : c.late_ms > LATE_WAITED_MS ? ", one late and excluded"
+                                                       : ", one late and waited for",
           c.stopped >= 0 ? ", one stopped and excluded" : "",
           c.dies_in_shrink >= 0 ? ", one killed inside gang_shrink" : "",
           (long long)gang_test_shared_ints()[SLOT_RECOVER]);
@@ -273,36 +292,48 @@ static void run(int size, shrink_case_t c) {
 
 static void test_lost_in_all_reduce_n4(void** s) {
   (void)s;
-  run(4, (shrink_case_t){{2, -1}, 1, IN_ALL_REDUCE, NONE, NONE, NONE});
+  run(4, (shrink_case_t){{2, -1}, 1, IN_ALL_REDUCE, NONE, 0, NONE, NONE});
 }
 static void test_lost_in_barrier_n3(void** s) {
   (void)s;
-  run(3, (shrink_case_t){{0, -1}, 1, IN_BARRIER, NONE, NONE, NONE});
+  run(3, (shrink_case_t){{0, -1}, 1, IN_BARRIER, NONE, 0, NONE, NONE});
 }
 static void test_lost_in_p2p_n3(void** s) {
   (void)s;
-  run(3, (shrink_case_t){{2, -1}, 1, IN_P2P, NONE, NONE, NONE});
+  run(3, (shrink_case_t){{2, -1}, 1, IN_P2P, NONE, 0, NONE, NONE});
 }
 static void test_lost_in_all_reduce_n8(void** s) {
   (void)s;
-  run(8, (shrink_case_t){{5, -1}, 1, IN_ALL_REDUCE, NONE, NONE, NONE});
+  run(8, (shrink_case_t){{5, -1}, 1, IN_ALL_REDUCE, NONE, 0, NONE, NONE});
 }
 static void test_late_rank_excluded_n4(void** s) {
   (void)s;
-  run(4, (shrink_case_t){{3, -1}, 1, IN_ALL_REDUCE, 1, NONE, NONE});
+  run(4, (shrink_case_t){{3, -1}, 1, IN_ALL_REDUCE, 1, 5000, NONE, NONE});
+}
+/* 8 ranks, the last killed, the one before it 1 s late: 7 stay. */
+static void test_late_rank_waited_for_n8(void** s) {
+  (void)s;
+  run(8, (shrink_case_t){{7, -1}, 1, IN_ALL_REDUCE, 6, 1000, NONE, NONE});
+}
+/* 4 ranks, rank 0 (the store's rank) killed, rank 3 1.5 s late: 3 stay. */
+static void test_late_rank_waited_for_n4(void** s) {
+  (void)s;
+  run(4, (shrink_case_t){{0, -1}, 1, IN_ALL_REDUCE, 3, 1500, NONE, NONE});
 }
 
 static void test_two_lost_at_once_n6(void** s) {
   (void)s;
-  run(6, (shrink_case_t){{1, 4}, 2, IN_ALL_REDUCE, NONE, NONE, NONE});
+  run(6, (shrink_case_t){{1, 4}, 2, IN_ALL_REDUCE, NONE, 0, NONE, NONE});
 }
 static void test_stopped_rank_excluded_n4(void** s) {
   (void)s;
-  run(4, (shrink_case_t){{-1, -1}, 0, IN_ALL_REDUCE, NONE, 2, NONE});
+  run(4, (shrink_case_t){{-1, -1}, 0, IN_ALL_REDUCE, NONE, 0, 2, NONE});
 }
+/* Rank 1 is killed inside gang_shrink while the round waits for rank 2,
+ * which is late. */
 static void test_lost_in_shrink_n4(void** s) {
   (void)s;
-  run(4, (shrink_case_t){{3, -1}, 1, IN_ALL_REDUCE, NONE, NONE, 1});
+  run(4, (shrink_case_t){{3, -1}, 1, IN_ALL_REDUCE, 2, 1000, NONE, 1});
 }
 
 int main(int argc, char** argv) {
@@ -312,6 +343,8 @@ int main(int argc, char** argv) {
       cmocka_unit_test(test_lost_in_barrier_n3),
       cmocka_unit_test(test_lost_in_p2p_n3),
       cmocka_unit_test(test_late_rank_excluded_n4),
+      cmocka_unit_test(test_late_rank_waited_for_n8),
+      cmocka_unit_test(test_late_rank_waited_for_n4),
       cmocka_unit_test(test_two_lost_at_once_n6),
       cmocka_unit_test(test_stopped_rank_excluded_n4),
       cmocka_unit_test(test_lost_in_shrink_n4),
