@@ -77,6 +77,11 @@ std::chrono::milliseconds shrink_form() {
   return millis_or("GANG_SHRINK_FORM_MS", kDefaultShrinkForm, 1);
 }
 
+std::string fault_points() {
+  const char* v = raw("GANG_FAULT_POINT");
+  return v ? v : "";
+}
+
 std::chrono::milliseconds failure_detect() {
   return millis_or("GANG_FAILURE_DETECT_MS", kDefaultFailureDetect, 100);
 }

@@ -39,6 +39,9 @@ std::chrono::milliseconds shrink_form();
 constexpr std::chrono::milliseconds kDefaultFailureDetect{3000};
 std::chrono::milliseconds failure_detect();
 
+// GANG_FAULT_POINT, or "": the fault-schedule tests' hook (fault_point.h).
+std::string fault_points();
+
 // GANG_SOCKET_IFNAME, or "".
 std::string socket_ifname();
 

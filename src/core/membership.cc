@@ -43,6 +43,7 @@
 #include "core/briefly.h"
 #include "core/control_channel.h"
 #include "core/env.h"
+#include "core/fault_point.h"
 #include "core/liveness.h"
 #include "core/gang.h"
 #include "core/log.h"
@@ -191,13 +192,17 @@ std::vector<int> Gang::agree_survivors(uint64_t id, Millis timeout) {
     }
     const std::string p = str_cat(store_prefix_, "shrink", id, "/", round, "/");
     s.add(str_cat(p, "here/", rank_), 1);
+    fault_point("shrink.arrive");
     if (s.add(p + "count", 1) == 1) {
       s.set(p + "decider", as_bytes(str_cat(rank_)));
+      fault_point("shrink.decide");
       const std::vector<int> members =
           wait_for_survivors(s, p, watch, size_, rank_, cut, name_);
       const std::string text = members_text(members);
       s.set(p + "proposal", as_bytes(text));
+      fault_point("shrink.propose");
       const int64_t before = s.add(p + "fate", 1) - 1;
+      fault_point("shrink.commit");
       if (before == 0) {
         s.set(p + "members", as_bytes(text));
         return members;
@@ -231,20 +236,29 @@ std::vector<int> Gang::agree_survivors(uint64_t id, Millis timeout) {
                                      : Clock::now() - arrived >= detect;
       if (!gone) continue;
       const int64_t before = s.add(p + "fate", kAbandon) - kAbandon;
-      if (before == 0 || (before & kCommits) == 0) {
-        GANG_LOG(kWarn, "gang \"", name_, "\" rank ", rank_, ": ", kApi, " round ", round,
-                 ": its decider, rank ", decider, ", ",
-                 decider >= 0 ? why : std::string("never said who it is"),
-                 "; agreeing again");
-        text = kAbandoned;
-      } else if (before < kAbandon) {
-        // The decider committed before failing: its proposal stands.
-        text = read_members(s, p + "proposal", Millis(1000));
+      if (before >= kAbandon) {
+        // Another survivor gave the decider up first, and knows the
+        // outcome: abandoned unless a commit came before it, which it
+        // writes as members.
+        text = (before & kCommits) == 0
+                   ? std::string(kAbandoned)
+                   : read_members(s, p + "members", std::chrono::duration_cast<Millis>(
+                                                        deadline - Clock::now()));
       } else {
-        // A commit and an abandon before this one: the decider writes which
-        // came first.
-        text = read_members(s, p + "members",
-                            std::chrono::duration_cast<Millis>(deadline - Clock::now()));
+        // The first to give the decider up: a commit before this is the
+        // outcome (its proposal was written before it); otherwise the
+        // round is abandoned, and a commit after this finds so. Either
+        // way the others read it in members.
+        if (before == 0) {
+          GANG_LOG(kWarn, "gang \"", name_, "\" rank ", rank_, ": ", kApi, " round ", round,
+                   ": its decider, rank ", decider, ", ",
+                   decider >= 0 ? why : std::string("never said who it is"),
+                   "; agreeing again");
+          text = kAbandoned;
+        } else {
+          text = read_members(s, p + "proposal", Millis(1000));
+        }
+        s.set(p + "members", as_bytes(text));
       }
     }
     if (text == kAbandoned) continue;
@@ -291,9 +305,11 @@ std::shared_ptr<Gang> Gang::shrink(Millis timeout) {
     // A member that dies between counting itself in and meeting the others
     // would hold the new gang until the timeout: meet within a window, and
     // agree again without it when the window passes.
-    const Clock::time_point form =
-        std::min(deadline, Clock::now() + env::shrink_form());
-    setup.config.deadline = form;
+    const Millis window = std::min(env::shrink_form(), left());
+    setup.config.deadline = deadline_after(window);
+    // The backend's waits on the store end with the window too.
+    setup.config.store =
+        store::with_prefix(store_, setup.store_prefix + "backend/", window);
     try {
       auto child = make_child(std::move(setup));
       child->lineage_ = lineage_ + 1;

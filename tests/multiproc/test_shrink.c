@@ -55,6 +55,10 @@ typedef struct shrink_case {
   int late_ms; /* below the others' timeout: waited for; beyond it: excluded */
   int stopped;        /* SIGSTOPped until the others shrank: excluded */
   int dies_in_shrink; /* SIGKILLed inside gang_shrink */
+  /* The round's decider (it calls gang_shrink first) dies at this point of
+   * the protocol (GANG_FAULT_POINT), or NULL. */
+  const char* decider_dies_at;
+  int decider;
 } shrink_case_t;
 
 #define NONE (-1)
@@ -68,7 +72,8 @@ static int is_victim(const shrink_case_t* c, int rank) {
 /* Not in the shrunk gang. */
 static int left_out(const shrink_case_t* c, int rank) {
   return is_victim(c, rank) || (rank == c->late && c->late_ms > LATE_WAITED_MS) ||
-         rank == c->stopped || rank == c->dies_in_shrink;
+         rank == c->stopped || rank == c->dies_in_shrink ||
+         (c->decider_dies_at != NULL && rank == c->decider);
 }
 
 static int survivors(const shrink_case_t* c, int size) {
@@ -211,6 +216,19 @@ static int rank_shrink(gang_t* g, int rank, int size, void* arg) {
     setenv("GANG_SHRINK_FORM_MS", "1500", 1);
   }
   if (rank == c->late) gang_test_sleep_ms(c->late_ms); /* writing a checkpoint */
+  if (c->decider_dies_at != NULL) {
+    if (rank == c->decider) {
+      setenv("GANG_FAULT_POINT", c->decider_dies_at, 1);
+      s = gang_shrink(g, 20000, &small);
+      fprintf(stderr, "rank %d outlived its death at %s: %s\n", rank, c->decider_dies_at,
+              gang_status_name(s));
+      return 1;
+    }
+    /* The decider is the first in; a short window to meet in (a decider
+     * that died after committing is in the outcome). */
+    gang_test_sleep_ms(300);
+    setenv("GANG_SHRINK_FORM_MS", "1500", 1);
+  }
   if (rank == c->dies_in_shrink) {
     __atomic_add_fetch(&gang_test_shared_ints()[SLOT_IN_SHRINK], 1, __ATOMIC_SEQ_CST);
     s = gang_shrink(g, 20000, &small);
@@ -230,6 +248,13 @@ static int rank_shrink(gang_t* g, int rank, int size, void* arg) {
     }
   }
   CHECK(small != NULL, "no gang");
+  if (c->decider_dies_at != NULL) {
+    /* Within the detection interval (3 s) and the window to meet (1.5 s),
+     * never the 20 s timeout. */
+    const int64_t took = gang_test_now_ms() - t0;
+    CHECK(took <= 4500, "with the decider lost at %s, recovery took %lld ms",
+          c->decider_dies_at, (long long)took);
+  }
   if (c->late != NONE && c->late_ms <= LATE_WAITED_MS && rank != c->late) {
     /* Waited for the late rank, and not much longer. */
     const int64_t took = gang_test_now_ms() - t0;
@@ -279,61 +304,83 @@ static void run(int size, shrink_case_t c) {
   o.wall_timeout_s = WALL_S;
   o.parent_fn = parent_kill;
   o.killed_rank = c.nvictims > 0 ? c.victims[0] : NONE;
-  o.killed_rank2 = c.nvictims > 1 ? c.victims[1] : c.dies_in_shrink;
+  o.killed_rank2 = c.nvictims > 1              ? c.victims[1]
+                   : c.decider_dies_at != NULL ? c.decider
+                                               : c.dies_in_shrink;
   assert_int_equal(gang_test_run(&o), 0);
-  fprintf(stderr, "shrink: %d ranks, %d lost%s%s%s: the slowest survivor had its new gang "
+  fprintf(stderr, "shrink: %d ranks, %d lost%s%s%s%s: the slowest survivor had its new gang "
           "%lld ms after its call failed\n", size, c.nvictims,
           c.late < 0 ? "" : c.late_ms > LATE_WAITED_MS ? ", one late and excluded"
                                                        : ", one late and waited for",
           c.stopped >= 0 ? ", one stopped and excluded" : "",
-          c.dies_in_shrink >= 0 ? ", one killed inside gang_shrink" : "",
+          c.dies_in_shrink >= 0 ? ", one killed inside gang_shrink"
+          : c.decider_dies_at   ? ", the decider killed at "
+                                : "",
+          c.decider_dies_at ? c.decider_dies_at : "",
           (long long)gang_test_shared_ints()[SLOT_RECOVER]);
 }
 
 static void test_lost_in_all_reduce_n4(void** s) {
   (void)s;
-  run(4, (shrink_case_t){{2, -1}, 1, IN_ALL_REDUCE, NONE, 0, NONE, NONE});
+  run(4, (shrink_case_t){{2, -1}, 1, IN_ALL_REDUCE, NONE, 0, NONE, NONE, NULL, NONE});
 }
 static void test_lost_in_barrier_n3(void** s) {
   (void)s;
-  run(3, (shrink_case_t){{0, -1}, 1, IN_BARRIER, NONE, 0, NONE, NONE});
+  run(3, (shrink_case_t){{0, -1}, 1, IN_BARRIER, NONE, 0, NONE, NONE, NULL, NONE});
 }
 static void test_lost_in_p2p_n3(void** s) {
   (void)s;
-  run(3, (shrink_case_t){{2, -1}, 1, IN_P2P, NONE, 0, NONE, NONE});
+  run(3, (shrink_case_t){{2, -1}, 1, IN_P2P, NONE, 0, NONE, NONE, NULL, NONE});
 }
 static void test_lost_in_all_reduce_n8(void** s) {
   (void)s;
-  run(8, (shrink_case_t){{5, -1}, 1, IN_ALL_REDUCE, NONE, 0, NONE, NONE});
+  run(8, (shrink_case_t){{5, -1}, 1, IN_ALL_REDUCE, NONE, 0, NONE, NONE, NULL, NONE});
 }
 static void test_late_rank_excluded_n4(void** s) {
   (void)s;
-  run(4, (shrink_case_t){{3, -1}, 1, IN_ALL_REDUCE, 1, 5000, NONE, NONE});
+  run(4, (shrink_case_t){{3, -1}, 1, IN_ALL_REDUCE, 1, 5000, NONE, NONE, NULL, NONE});
 }
 /* 8 ranks, the last killed, the one before it 1 s late: 7 stay. */
 static void test_late_rank_waited_for_n8(void** s) {
   (void)s;
-  run(8, (shrink_case_t){{7, -1}, 1, IN_ALL_REDUCE, 6, 1000, NONE, NONE});
+  run(8, (shrink_case_t){{7, -1}, 1, IN_ALL_REDUCE, 6, 1000, NONE, NONE, NULL, NONE});
 }
 /* 4 ranks, rank 0 (the store's rank) killed, rank 3 1.5 s late: 3 stay. */
 static void test_late_rank_waited_for_n4(void** s) {
   (void)s;
-  run(4, (shrink_case_t){{0, -1}, 1, IN_ALL_REDUCE, 3, 1500, NONE, NONE});
+  run(4, (shrink_case_t){{0, -1}, 1, IN_ALL_REDUCE, 3, 1500, NONE, NONE, NULL, NONE});
 }
 
 static void test_two_lost_at_once_n6(void** s) {
   (void)s;
-  run(6, (shrink_case_t){{1, 4}, 2, IN_ALL_REDUCE, NONE, 0, NONE, NONE});
+  run(6, (shrink_case_t){{1, 4}, 2, IN_ALL_REDUCE, NONE, 0, NONE, NONE, NULL, NONE});
 }
 static void test_stopped_rank_excluded_n4(void** s) {
   (void)s;
-  run(4, (shrink_case_t){{-1, -1}, 0, IN_ALL_REDUCE, NONE, 0, 2, NONE});
+  run(4, (shrink_case_t){{-1, -1}, 0, IN_ALL_REDUCE, NONE, 0, 2, NONE, NULL, NONE});
 }
 /* Rank 1 is killed inside gang_shrink while the round waits for rank 2,
  * which is late. */
 static void test_lost_in_shrink_n4(void** s) {
   (void)s;
-  run(4, (shrink_case_t){{3, -1}, 1, IN_ALL_REDUCE, 2, 1000, NONE, 1});
+  run(4, (shrink_case_t){{3, -1}, 1, IN_ALL_REDUCE, 2, 1000, NONE, 1, NULL, NONE});
+}
+
+/* The decider dies at each step of the round: waiting (a late rank holds
+ * the round open), before its commit, and between its commit and writing
+ * the outcome. The others go on within the detection interval (plus, after
+ * a commit, the window in which the outcome's members fail to meet). */
+static void test_decider_dies_waiting_n4(void** s) {
+  (void)s;
+  run(4, (shrink_case_t){{3, -1}, 1, IN_ALL_REDUCE, 2, 1000, NONE, NONE, "shrink.decide", 1});
+}
+static void test_decider_dies_before_commit_n4(void** s) {
+  (void)s;
+  run(4, (shrink_case_t){{3, -1}, 1, IN_ALL_REDUCE, NONE, 0, NONE, NONE, "shrink.propose", 0});
+}
+static void test_decider_dies_after_commit_n5(void** s) {
+  (void)s;
+  run(5, (shrink_case_t){{1, -1}, 1, IN_ALL_REDUCE, NONE, 0, NONE, NONE, "shrink.commit", 2});
 }
 
 int main(int argc, char** argv) {
@@ -348,6 +395,9 @@ int main(int argc, char** argv) {
       cmocka_unit_test(test_two_lost_at_once_n6),
       cmocka_unit_test(test_stopped_rank_excluded_n4),
       cmocka_unit_test(test_lost_in_shrink_n4),
+      cmocka_unit_test(test_decider_dies_waiting_n4),
+      cmocka_unit_test(test_decider_dies_before_commit_n4),
+      cmocka_unit_test(test_decider_dies_after_commit_n5),
   };
   if (argc > 1) cmocka_set_test_filter(argv[1]);
   return cmocka_run_group_tests(tests, NULL, NULL);
