@@ -437,7 +437,8 @@ static inline void gang_options_init(gang_options_t* options) {
  *  GANG_ERR_UNSUPPORTED (unknown trailing option bytes), GANG_ERR_UNAVAILABLE
  *  (backend not built or device missing), GANG_ERR_STORE, GANG_ERR_TIMEOUT
  *  (a rank did not join in time), GANG_ERR_MISMATCH (ranks passed different
- *  sizes), GANG_ERR_SYSTEM. */
+ *  sizes, or asked for different backends or devices: at once, on every
+ *  rank, naming both), GANG_ERR_SYSTEM. */
 GANG_API gang_status_t gang_create(const gang_options_t* options,
                                    gang_t** out);
 
@@ -601,10 +602,16 @@ GANG_API gang_status_t gang_split(gang_t* parent, int color, int key,
 GANG_API gang_status_t gang_shrink(gang_t* gang, int64_t timeout_ms,
                                    gang_t** out);
 
-/** Admits the processes waiting in gang_join for this gang (by its root
- *  name, the part of its name before the first '/'): collective over the
+/** Admits the processes waiting in gang_join for this gang (by its base
+ *  name: its name without its last membership change, "root/shrink3" ->
+ *  "root"; a sub-gang's joiners are its own): collective over the
  *  members, at a point the program chooses (a step boundary). All members
- *  admit the same joiners: those that asked before the members' look.
+ *  admit the same joiners: those that asked before the members' look. The
+ *  grown gang asks for the backend this gang's creator asked for (a gloo
+ *  gang stays on gloo). A joiner whose process has died since it asked
+ *  (or that never said what it asks for within GANG_FAILURE_DETECT_MS) is
+ *  skipped, and one that asks for another backend or device is refused;
+ *  both are named in the log, and the others come in.
  *  *out is a new gang, "<base>/grow<n>" (named as by gang_shrink), of
  *  the members first, in their
  *  order, then the joiners in the order they asked; with no joiner waiting
@@ -620,7 +627,10 @@ GANG_API gang_status_t gang_grow(gang_t* gang, int64_t timeout_ms,
  *  served by the joiner), and blocks until the members admit it with
  *  gang_grow, or until options->timeout_ms (GANG_ERR_TIMEOUT; the request
  *  is withdrawn, so no later gang_grow counts it). options->rank and size
- *  are ignored: the members assign them. A process that `gangrun
+ *  are ignored: the members assign them. options->backend "auto" (or
+ *  NULL) takes the gang's backend; another backend or device than the
+ *  gang's is refused by the members' gang_grow (GANG_ERR_INVALID_ARGUMENT
+ *  naming both), and "fake" at once. A process that `gangrun
  *  --replace-failed` starts in place of a failed rank has GANG_JOIN=1,
  *  GANG_REPLACES (the rank it replaces) and GANG_INIT_METHOD and
  *  GANG_STORE_TOKEN of the job's store, but no GANG_RANK or GANG_SIZE:

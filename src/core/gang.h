@@ -193,6 +193,9 @@ class Gang : public std::enable_shared_from_this<Gang> {
     // The backend, when a native split already made it.
     std::unique_ptr<Backend> made;
     bool debug = false;
+    // The backend the gang's creator asked for ("auto", "gloo", ...): what
+    // a grown gang asks for again, and what a joiner must ask for too.
+    std::string asked = "auto";
   };
 
   Gang() = default;
@@ -260,6 +263,10 @@ class Gang : public std::enable_shared_from_this<Gang> {
   // The survivors' agreement of gang_shrink number `id` (membership.cc):
   // the ranks of this gang that take part, the same on every one of them.
   std::vector<int> agree_survivors(uint64_t id, Millis timeout);
+  // Rank 0 of a grow: "" when the joiner with ticket t may come in, else
+  // why not ("skipped: ..." or "refused: ..."). `wants`: "<backend>/<device>".
+  std::string admit(store::Store& s, const std::string& jp, int64_t t,
+                    const std::string& wants);
   // gang_split on a backend that may split natively: every rank takes part
   // (members empty and color -1 for a rank that stays out). *native false:
   // the backend has none after all, nothing happened, and null is returned;
@@ -285,6 +292,7 @@ class Gang : public std::enable_shared_from_this<Gang> {
   const Capabilities* caps_ = nullptr;
   std::unique_ptr<ControlChannel> control_;
   BackendInfo backend_info_;  // makes the sub-gangs' backends
+  std::string asked_backend_ = "auto";  // Setup::asked
   int local_rank_ = -1;
   int local_size_ = -1;
   std::string host_id_;

@@ -125,6 +125,7 @@ std::shared_ptr<Gang> Gang::create(const GangOptions& o) {
   // after rendezvous.
   s.backend = select_backend(o.backend, o.device_type, r.size == 1);
   s.debug = r.debug;
+  s.asked = o.backend.empty() ? "auto" : o.backend;
 
   BackendConfig& cfg = s.config;
   cfg.rank = r.rank;
@@ -147,8 +148,12 @@ std::shared_ptr<Gang> Gang::create(const GangOptions& o) {
     store = open_rendezvous(o.init_method, r.rank, r.size, r.timeout,
                             r.launch ? &*r.launch : nullptr);
   }
+  // What this rank asks for, which every rank must ask for alike.
+  const std::string asks =
+      str_cat(s.asked, "/",
+              o.device_type == DeviceType::kCuda ? "cuda" : "cpu");
   Generation gen = join_generation(
-      *store, r.name, r.rank, r.size, cfg.host_id,
+      *store, r.name, r.rank, r.size, cfg.host_id, asks,
       std::chrono::duration_cast<Millis>(cfg.deadline - Clock::now()));
   // Every rank decides alike: they all read the same host numbers.
   const bool automatic = o.backend.empty() || o.backend == "auto";
@@ -220,6 +225,7 @@ std::shared_ptr<Gang> Gang::make(Setup s) {
   g->host_id_ = s.config.host_id;
   g->host_of_ = s.config.host_of;
   g->debug_ = s.debug;
+  g->asked_backend_ = s.asked;
   g->timeout_ms_.store(s.config.timeout.count());
   g->store_ = s.store;
   g->store_prefix_ = s.store_prefix;

@@ -45,6 +45,7 @@
 #include "core/env.h"
 #include "core/fault_point.h"
 #include "core/liveness.h"
+#include "base/process.h"
 #include "core/gang.h"
 #include "core/log.h"
 #include "core/rendezvous.h"
@@ -64,24 +65,30 @@ std::string members_text(const std::vector<int>& members) {
   return text;
 }
 
+// Whether the last segment of `name` is a membership change ("shrink3",
+// "grow1"); *base (may be null) gets the name without it.
+bool ends_in_change(const std::string& name, std::string* base) {
+  const size_t slash = name.rfind('/');
+  if (slash == std::string::npos) return false;
+  for (const char* k : {"shrink", "grow"}) {
+    const size_t len = std::strlen(k);
+    const size_t digits = slash + 1 + len;
+    if (name.compare(slash + 1, len, k) == 0 && digits < name.size() &&
+        name.find_first_not_of("0123456789", digits) == std::string::npos) {
+      if (base) *base = name.substr(0, slash);
+      return true;
+    }
+  }
+  return false;
+}
+
 // The name of the gang after membership change n: "<base>/<kind><n>", where
 // base is `name` without its own last change ("bench/grow2" shrinks to
 // "bench/shrink3"), so names stay short however often a job shrinks and
 // grows.
 std::string changed_name(const std::string& name, const char* kind, uint64_t n) {
   std::string base = name;
-  const size_t slash = base.rfind('/');
-  if (slash != std::string::npos) {
-    for (const char* k : {"shrink", "grow"}) {
-      const size_t len = std::strlen(k);
-      const size_t digits = slash + 1 + len;
-      if (base.compare(slash + 1, len, k) == 0 && digits < base.size() &&
-          base.find_first_not_of("0123456789", digits) == std::string::npos) {
-        base.resize(slash);
-        break;
-      }
-    }
-  }
+  ends_in_change(name, &base);
   return str_cat(base, "/", kind, n);
 }
 
@@ -385,26 +392,72 @@ std::string Gang::excluded_text(const std::vector<int>& members,
                  "back as a new member)");
 }
 
-// Joining, under gang/<root name>/join/ in the job's store (the root name is
-// the gang's name up to its first '/', so joiners find a gang however often
-// it shrank or grew):
-//  - A joiner takes a ticket t = add(count, 1) and waits for ticket/<t>.
+// Joining, under gang/<base name>/join/ in the job's store (the base name is
+// the gang's name without its last membership change, "root/shrink3" ->
+// "root", so joiners find a gang however often it shrank or grew, and a
+// sub-gang's joiners are its own):
+//  - A joiner takes a ticket t = add(count, 1), says what it asks for and
+//    who it is (asks/<t> = "<backend>/<device> <liveness record>"), and
+//    waits for ticket/<t>.
 //  - gang_grow: every member reads count; all take the largest seen. Rank 0
-//    claims each ticket after the last decided one (add(claim/<t>, 1) == 1),
-//    writes ticket/<t> = "<rank> <size> <lineage> <name>" for each it won, moves
-//    decided on, and broadcasts how many it admitted. Everyone then creates
-//    the new gang "<name>/grow<n>": members first, in their order, then the
-//    joiners in ticket order.
+//    claims each ticket after the last decided one (add(claim/<t>, 1) == 1)
+//    and looks at its joiner: one whose process ended, or that never said
+//    what it asks for within the detection interval, is skipped (ticket/<t>
+//    = "skipped <why>"); one that asks for another backend or device than
+//    the gang's is refused (ticket/<t> = "refused <the gang's>"); the rest
+//    are admitted: ticket/<t> = "<rank> <size> <lineage> <backend> <name>".
+//    It moves decided on and broadcasts how many it admitted. Everyone then
+//    creates the new gang "<name>/grow<n>" on the gang's backend: members
+//    first, in their order, then the joiners in ticket order.
 //  - A joiner that times out claims its own ticket: winning, it withdrew
-//    (no grow will count it); losing, rank 0 admitted it first, and it reads
+//    (no grow will count it); losing, rank 0 decided it first, and it reads
 //    its ticket after all.
 namespace {
 
 std::string join_prefix(const std::string& name) {
-  return str_cat("gang/", name.substr(0, name.find('/')), "/join/");
+  std::string base = name;
+  ends_in_change(name, &base);
+  return str_cat("gang/", base, "/join/");
 }
 
+std::string device_word(DeviceType d) { return d == DeviceType::kCuda ? "cuda" : "cpu"; }
+
 }  // namespace
+
+std::string Gang::admit(store::Store& s, const std::string& jp, int64_t t,
+                        const std::string& wants) {
+  // The joiner says what it asks for right after taking its ticket.
+  const Millis detect = env::failure_detect();
+  const std::string asks = read_members(s, str_cat(jp, "asks/", t), detect);
+  if (asks.empty()) {
+    return str_cat("skipped: the joiner with ticket ", t, " did not say what it asks for within ",
+                   detect.count(), " ms (it died after taking its ticket)");
+  }
+  const size_t space = asks.find(' ');
+  const std::string asked = asks.substr(0, space);
+  if (space != std::string::npos) {
+    // "<token> <scope> <pid>": a process of this scope that ended is gone.
+    int pid = 0;
+    char token[64], scope[256];
+    if (std::sscanf(asks.c_str() + space + 1, "%63s %255s %d", token, scope, &pid) == 3) {
+      const std::string mine = self_record();
+      const size_t m1 = mine.find(' ');
+      const std::string my_scope = mine.substr(m1 + 1, mine.rfind(' ') - m1 - 1);
+      if (my_scope == scope && base::process_ended(pid)) {
+        return str_cat("skipped: the joiner with ticket ", t, " (pid ", pid, ") has died");
+      }
+    }
+  }
+  const std::string asked_backend = asked.substr(0, asked.find('/'));
+  const std::string asked_device = asked.substr(asked.find('/') + 1);
+  const std::string want_backend = wants.substr(0, wants.find('/'));
+  if (asked_device != device_word(device_type_) ||
+      (asked_backend != "auto" && asked_backend != want_backend)) {
+    return str_cat("refused: the joiner with ticket ", t, " asks for ", asked,
+                   " but gang \"", name_, "\" is on ", wants);
+  }
+  return "";
+}
 
 std::shared_ptr<Gang> Gang::grow(Millis timeout) {
   static const char* const api = "gang_grow";
@@ -421,6 +474,7 @@ std::shared_ptr<Gang> Gang::grow(Millis timeout) {
   std::vector<int64_t> all(static_cast<size_t>(size_));
   int64_t admitted = 0;
   const std::string new_name = changed_name(name_, "grow", lineage_ + 1);
+  const std::string wants = str_cat(asked_backend_, "/", device_word(device_type_));
   control(api, [&](Clock::time_point deadline) {
     control_->all_gather(&seen, all.data(), 1, DType::kInt64, deadline);
     const int64_t upto = *std::max_element(all.begin(), all.end());
@@ -428,14 +482,21 @@ std::shared_ptr<Gang> Gang::grow(Millis timeout) {
       const int64_t decided = s.add(jp + "decided", 0);
       std::vector<int64_t> won;
       for (int64_t t = decided + 1; t <= upto; ++t) {
-        if (s.add(str_cat(jp, "claim/", t), 1) == 1) won.push_back(t);
+        if (s.add(str_cat(jp, "claim/", t), 1) != 1) continue;  // withdrew
+        const std::string no = admit(s, jp, t, wants);
+        if (no.empty()) {
+          won.push_back(t);
+        } else {
+          GANG_LOG(kWarn, "gang \"", name_, "\": ", api, " ", no);
+          s.set(str_cat(jp, "ticket/", t), as_bytes(no));
+        }
       }
       admitted = static_cast<int64_t>(won.size());
       for (size_t i = 0; i < won.size(); ++i) {
         s.set(str_cat(jp, "ticket/", won[i]),
               as_bytes(str_cat(size_ + static_cast<int>(i), " ",
                                size_ + static_cast<int>(admitted), " ",
-                               lineage_ + 1, " ", new_name)));
+                               lineage_ + 1, " ", asked_backend_, " ", new_name)));
       }
       if (upto > decided) s.add(jp + "decided", upto - decided);
     }
@@ -443,6 +504,7 @@ std::shared_ptr<Gang> Gang::grow(Millis timeout) {
   });
   if (admitted == 0) return nullptr;
   GangOptions o;
+  o.backend = asked_backend_;
   o.device_type = device_type_;
   o.device_index = device_index_;
   o.rank = rank_;
@@ -463,6 +525,10 @@ std::shared_ptr<Gang> Gang::grow(Millis timeout) {
 std::shared_ptr<Gang> Gang::join(const GangOptions& options) {
   static const char* const api = "gang_join";
   const std::string name = options.name.empty() ? "root" : options.name;
+  if (options.backend == "fake") {
+    fail(Status::kInvalidArgument, api, ": a fake gang cannot join gang \"", name,
+         "\" (it has no peers); ask for its backend, or \"auto\"");
+  }
   const Millis timeout =
       options.timeout_ms > 0 ? Millis(options.timeout_ms) : env::timeout();
   std::shared_ptr<store::Store> store = options.store;
@@ -470,7 +536,14 @@ std::shared_ptr<Gang> Gang::join(const GangOptions& options) {
   if (!store) store = open_rendezvous(options.init_method, 1, 2, timeout, nullptr);
   store::Store& s = *store;
   const std::string jp = join_prefix(name);
+  keep_beating(store);
   const int64_t ticket = s.add(jp + "count", 1);
+  fault_point("join.ticket");
+  const std::string asks =
+      str_cat(options.backend.empty() ? "auto" : options.backend, "/",
+              device_word(options.device_type), " ", self_record());
+  s.set(str_cat(jp, "asks/", ticket), as_bytes(asks));
+  fault_point("join.asked");
   const std::string key = str_cat(jp, "ticket/", ticket);
   std::string text = read_members(s, key, timeout);
   if (text.empty()) {
@@ -479,25 +552,31 @@ std::shared_ptr<Gang> Gang::join(const GangOptions& options) {
            "\" admitted this process (ticket ", ticket, ") within ",
            timeout.count(), " ms: the members call gang_grow to admit joiners");
     }
-    text = read_members(s, key, timeout);  // admitted just now
+    text = read_members(s, key, timeout);  // decided just now
     if (text.empty()) {
       fail(Status::kTimeout, api, ": admitted to gang \"", name,
            "\" (ticket ", ticket, ") but its details never came");
     }
   }
+  if (text.rfind("refused", 0) == 0 || text.rfind("skipped", 0) == 0) {
+    fail(text[0] == 'r' ? Status::kInvalidArgument : Status::kAborted, api, ": gang \"",
+         name, "\" ", text);
+  }
   GangOptions o = options;
-  // "<rank> <size> <lineage> <name>": the name is the rest, whatever its
-  // characters.
+  // "<rank> <size> <lineage> <backend> <name>": the name is the rest,
+  // whatever its characters.
   int rank = -1, size = -1, name_at = -1;
   unsigned long long lineage = 0;
-  if (std::sscanf(text.c_str(), "%d %d %llu %n", &rank, &size, &lineage,
-                  &name_at) != 3 ||
+  char backend[128] = {};
+  if (std::sscanf(text.c_str(), "%d %d %llu %127s %n", &rank, &size, &lineage, backend,
+                  &name_at) != 4 ||
       name_at <= 0 || static_cast<size_t>(name_at) >= text.size()) {
     fail(Status::kStore, api, ": ticket ", ticket, " of gang \"", name,
          "\" reads \"", text, "\"");
   }
   o.rank = rank;
   o.size = size;
+  o.backend = backend;
   o.name = text.substr(static_cast<size_t>(name_at));
   o.store = store;
   o.timeout_ms = timeout.count();

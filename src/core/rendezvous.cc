@@ -217,14 +217,14 @@ std::vector<int> parse_hosts(const std::string& list, int size) {
 
 Generation join_generation(store::Store& store, const std::string& name,
                            int rank, int size, const std::string& host,
-                           Millis timeout) {
+                           const std::string& asks, Millis timeout) {
   const base::Deadline deadline(timeout);
   const std::string base = str_cat("gang/", name, "/");
   if (rank == 0) {
     const int64_t generation = store.add(base + "generations", 1);
     const std::string prefix = str_cat(base, generation, "/");
     store.set(base + "open", bytes(str_cat(generation)));
-    // Every other rank's hello: "<size> <nonce> <host>".
+    // Every other rank's hello: "<size> <asks> <nonce> <host>".
     std::string go;
     std::vector<std::string> hosts{host};
     for (int r = 1; r < size; ++r) {
@@ -246,8 +246,16 @@ Generation join_generation(store::Store& store, const std::string& name,
              "creates it with size ", size, " but rank ", r, " with size ",
              their_size);
       }
-      const size_t space2 = hello.find(' ', space + 1);
-      go += (go.empty() ? "" : " ") + hello.substr(space + 1, space2 - space - 1);
+      const size_t space1 = hello.find(' ', space + 1);
+      const std::string their_asks = hello.substr(space + 1, space1 - space - 1);
+      if (their_asks != asks) {
+        store.set(prefix + "go", bytes(str_cat("asks ", r, " ", their_asks, " ", asks)));
+        fail(Status::kMismatch, "gang_create: gang \"", name, "\": rank 0 asks for ",
+             asks, " but rank ", r, " for ", their_asks,
+             " (every rank must ask for the same backend and device)");
+      }
+      const size_t space2 = hello.find(' ', space1 + 1);
+      go += (go.empty() ? "" : " ") + hello.substr(space1 + 1, space2 - space1 - 1);
       hosts.push_back(space2 == std::string::npos ? "" : hello.substr(space2 + 1));
     }
     const std::string secret = gang::base::random_bytes(kSecretBytes);
@@ -276,7 +284,7 @@ Generation join_generation(store::Store& store, const std::string& name,
     const std::string prefix = str_cat(base, open, "/");
     if (open != said_hello_to) {
       store.set(str_cat(prefix, "hello/", rank),
-                bytes(str_cat(size, " ", nonce, " ", host)));
+                bytes(str_cat(size, " ", asks, " ", nonce, " ", host)));
       said_hello_to = open;
     }
     std::string go;
@@ -291,6 +299,14 @@ Generation join_generation(store::Store& store, const std::string& name,
       fail(Status::kMismatch, "gang_create: gang \"", name, "\": rank ",
            rank, " creates it with size ", size, " but rank 0 with size ",
            go.substr(9));
+    }
+    if (go.rfind("asks ", 0) == 0) {
+      // "asks <rank> <what it asks> <what rank 0 asks>"
+      const size_t a = go.find(' ', 5);
+      const size_t b = go.find(' ', a + 1);
+      fail(Status::kMismatch, "gang_create: gang \"", name, "\": rank ", go.substr(5, a - 5),
+           " asks for ", go.substr(a + 1, b - a - 1), " but rank 0 for ", go.substr(b + 1),
+           " (every rank must ask for the same backend and device)");
     }
     if (contains_word(go, nonce)) {
       // Counts the ranks that joined a creation of this name, for whoever

@@ -60,9 +60,13 @@ constexpr size_t kSecretBytes = 32;
 // with kMismatch naming both. Every rank that joins adds 1 to
 // "gang/<name>/joined". Every rank says its `host` (topology::host_id) in
 // its hello; rank 0 numbers the hosts and publishes every rank's host
-// beside the secret. Throws kTimeout at `timeout`.
+// beside the secret. Every rank also says what it asks for (`asks`: the
+// backend and device, one word); rank 0 fails a creation whose ranks ask
+// for different ones at once, with kMismatch naming both, on every rank.
+// Throws kTimeout at `timeout`.
 Generation join_generation(store::Store& store, const std::string& name,
                             int rank, int size, const std::string& host,
+                            const std::string& asks,
                             std::chrono::milliseconds timeout);
 
 }  // namespace gang::core

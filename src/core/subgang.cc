@@ -141,6 +141,7 @@ Gang::Setup Gang::child_setup(const std::vector<int>& members,
   for (int m : members) s.root_ranks.push_back(root_ranks_[static_cast<size_t>(m)]);
   s.backend = backend_info_;
   s.debug = debug_;
+  s.asked = asked_backend_;
   s.control_parent = control_->owns_backend() ? &control_->backend() : nullptr;
 
   BackendConfig& cfg = s.config;
