@@ -48,6 +48,43 @@ struct Outcome {
   int signal = 0;  // re-raised once everything is cleaned up
 };
 
+// --store-only: the store alone, until a terminating signal.
+Outcome serve_store(const Options& o) {
+  SignalFd signals;
+  std::string bind = o.master_addr;
+  if (bind.size() > 2 && bind.front() == '[' && bind.back() == ']') {
+    bind = bind.substr(1, bind.size() - 2);
+  }
+  std::unique_ptr<store::TcpStoreServer> server;
+  std::string token;
+  try {
+    token = store::token_from_env();
+    store::ServerOptions options;
+    options.token = token;
+    options.allowed_users = store::allowed_users_from_env();
+    options.limits = store::limits_from_env();
+    options.log = [](const std::string& line) { say("store: " + line); };
+    server = std::make_unique<store::TcpStoreServer>(bind, o.master_port, std::move(options));
+  } catch (const gang::Error& e) {
+    throw LaunchError(std::string("cannot serve the store: ") + e.what());
+  }
+  // The url on stdout, alone on its line, for scripts to read.
+  const std::string url = tcp_url(o.master_addr, server->port()) + "\n";
+  write_all(STDOUT_FILENO, url.data(), url.size());
+  say("serving the store at " + tcp_url(o.master_addr, server->port()) +
+      (token.empty() ? ", without a token" : ", with GANG_STORE_TOKEN's token") +
+      "; ranks reach it with GANG_INIT_METHOD=" + tcp_url(o.master_addr, server->port()));
+  Outcome outcome;
+  for (;;) {
+    const int sig = signals.wait_terminating(1000);
+    if (sig == 0) continue;
+    if (sig != SIGINT && sig != SIGTERM) outcome.signal = sig;
+    break;
+  }
+  say("store stopped");
+  return outcome;
+}
+
 Outcome launch(const Options& o) {
   // First, before any thread exists: signals arrive on a descriptor.
   SignalFd signals;
@@ -219,7 +256,8 @@ int main(int argc, char** argv) {
   }
   for (const std::string& note : parsed.notes) say("note: " + note);
   try {
-    const Outcome outcome = launch(parsed.options);
+    const Outcome outcome =
+        parsed.options.store_only ? serve_store(parsed.options) : launch(parsed.options);
     if (outcome.signal != 0) die_by(outcome.signal);
     return outcome.exit_code;
   } catch (const Interrupted& i) {

@@ -112,6 +112,7 @@ void parse_endpoint(const std::string& name, const std::string& value,
 
 std::string usage_text() {
   return "usage: gangrun [options] [--] program [args...]\n"
+         "       gangrun --store-only HOST:PORT\n"
          "\n"
          "Starts --nproc-per-node ranks of program on this node, hosts gang's\n"
          "TCP store (on node 0) and exports GANG_INIT_METHOD, GANG_RANK,\n"
@@ -157,6 +158,12 @@ std::string usage_text() {
          "  -m, --module          program is a Python module: run\n"
          "                        PYTHON -u -m program args...\n"
          "  --no-python           run program as it is, even a .py file\n"
+         "  --store-only HOST:PORT serve gang's store at HOST:PORT (0: a free\n"
+         "                        port, printed) and run nothing, until\n"
+         "                        interrupted: a store that outlives any rank,\n"
+         "                        for jobs launched without gangrun (point\n"
+         "                        GANG_INIT_METHOD at tcp://HOST:PORT; the\n"
+         "                        token is GANG_STORE_TOKEN's)\n"
          "  -v, --verbose         say what gangrun does\n"
          "  -h, --help            this text\n"
          "  --version             gangrun's version\n"
@@ -256,6 +263,9 @@ ParseResult parse_options(int argc, char** argv) {
         o.nnodes = parse_nnodes(arg, take());
       } else if (arg == "--standalone") {
         flag(&standalone);
+      } else if (arg == "--store-only") {
+        parse_endpoint(arg, take(), &o.master_addr, &o.master_port);
+        o.store_only = true;
       } else if (arg == "--rdzv-endpoint") {
         parse_endpoint(arg, take(), &o.master_addr, &o.master_port);
         endpoint_given = true;
@@ -317,7 +327,10 @@ ParseResult parse_options(int argc, char** argv) {
     }
     for (; i < argc; ++i) o.command.emplace_back(argv[i]);
 
-    if (o.command.empty()) throw UsageError("no program to run");
+    if (o.store_only && !o.command.empty()) {
+      throw UsageError("--store-only runs no program, but one was given");
+    }
+    if (o.command.empty() && !o.store_only) throw UsageError("no program to run");
     if (o.module && o.no_python) {
       throw UsageError(
           "--module runs a Python module, --no-python runs no "

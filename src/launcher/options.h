@@ -29,6 +29,10 @@ struct Options {
   bool module = false;
   bool no_python = false;
   std::vector<std::string> command;  // program and its arguments
+  // --store-only HOST:PORT: serve the store there and nothing else, until
+  // interrupted (for jobs launched otherwise, whose rank 0 would take the
+  // store with it when it ends).
+  bool store_only = false;
 
   int world_size() const { return nnodes * nproc_per_node; }
 };

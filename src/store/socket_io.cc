@@ -110,7 +110,9 @@ void Backoff::wait(const Deadline& deadline) {
 }
 
 UniqueFd connect_once(const std::string& host, int port,
-                      const Deadline& deadline, std::string* error) {
+                      const Deadline& deadline, std::string* error, bool* refused) {
+  if (refused) *refused = false;
+  bool all_refused = true;
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
@@ -150,12 +152,14 @@ UniqueFd connect_once(const std::string& host, int port,
     }
     if (err != 0) {
       *error = errno_text(err);
+      all_refused = all_refused && err == ECONNREFUSED;
       continue;
     }
     const int one = 1;
     ::setsockopt(fd.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     return fd;
   }
+  if (refused) *refused = all_refused;
   return UniqueFd();
 }
 
@@ -175,8 +179,9 @@ bool still_open(int fd) {
 }  // namespace
 
 UniqueFd ConnectionPool::take(const Deadline& deadline, std::string* error,
-                              bool* fresh) {
+                              bool* fresh, bool* gone) {
   if (fresh) *fresh = false;
+  if (gone) *gone = false;
   for (;;) {
     UniqueFd fd;
     {
@@ -190,8 +195,27 @@ UniqueFd ConnectionPool::take(const Deadline& deadline, std::string* error,
   if (fresh) *fresh = true;
   Backoff backoff;
   for (;;) {
-    UniqueFd fd = connect_once(host_, port_, deadline, error);
-    if (fd.valid() || deadline.expired()) return fd;
+    bool refused = false;
+    UniqueFd fd = connect_once(host_, port_, deadline, error, &refused);
+    if (fd.valid()) {
+      answered_.store(true);
+      refused_since_.store(0);
+      return fd;
+    }
+    if (refused && answered_.load()) {
+      const int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                              detail::Clock::now().time_since_epoch())
+                              .count();
+      int64_t since = 0;
+      refused_since_.compare_exchange_strong(since, now);
+      if (since != 0 && now - since >= std::chrono::nanoseconds(kGoneAfter).count()) {
+        if (gone) *gone = true;
+        return fd;
+      }
+    } else if (!refused) {
+      refused_since_.store(0);
+    }
+    if (deadline.expired()) return fd;
     backoff.wait(deadline);
   }
 }

@@ -6,6 +6,8 @@
 
 #include <sys/uio.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <mutex>
@@ -54,8 +56,11 @@ class Backoff {
 // One attempt at each address of host:port; on failure returns an invalid
 // fd and says why in *error. The socket is non-blocking, with TCP_NODELAY
 // since store requests are small and each waits for its reply.
+// *refused (may be null): whether every address refused the connection (no
+// server listens there).
 UniqueFd connect_once(const std::string& host, int port,
-                      const detail::Deadline& deadline, std::string* error);
+                      const detail::Deadline& deadline, std::string* error,
+                      bool* refused = nullptr);
 
 // Idle connections to one server. A call takes one (or opens one, retrying
 // until its deadline since the server may start later) for its whole
@@ -73,8 +78,14 @@ class ConnectionPool {
   // *fresh (may be null) says whether it was opened for this call rather
   // than kept from an earlier one. A kept connection the server has closed
   // meanwhile (its idle timeout) is dropped here, not handed out.
+  // A server that answered this pool before and now refuses connections
+  // for kGoneAfter is gone (its process ended): an invalid fd at once, with
+  // *gone (may be null) set, rather than retries until the deadline.
   UniqueFd take(const detail::Deadline& deadline, std::string* error,
-                bool* fresh = nullptr);
+                bool* fresh = nullptr, bool* gone = nullptr);
+  static constexpr std::chrono::milliseconds kGoneAfter{2000};
+  // Whether the server answered before and refuses connections now.
+  bool refusing() const { return answered_.load() && refused_since_.load() != 0; }
   void give_back(UniqueFd fd);
 
  private:
@@ -86,6 +97,10 @@ class ConnectionPool {
   int port_;
   std::mutex mu_;
   std::vector<UniqueFd> idle_;
+  std::atomic<bool> answered_{false};  // a connection ever succeeded
+  // Since when (steady clock, ns) every connection was refused; 0: none.
+  // Kept across calls, which may each wait only briefly.
+  std::atomic<int64_t> refused_since_{0};
 };
 
 }  // namespace gang::store::net

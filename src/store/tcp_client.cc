@@ -45,7 +45,16 @@ std::string TcpStore::url() const {
 
 UniqueFd TcpStore::take_connection(const Deadline& deadline, bool* fresh) {
   std::string error;
-  UniqueFd fd = pool_.take(deadline, &error, fresh);
+  bool gone = false;
+  UniqueFd fd = pool_.take(deadline, &error, fresh, &gone);
+  if (gone || (!fd.valid() && pool_.refusing())) {
+    fail(Status::kStore, "store: ", url(), " is gone: it answered before, and now refuses "
+         "connections (", error,
+         "). Its server lived in a process that ended, such as rank 0's in a job "
+         "launched without gangrun; keep the store apart from the ranks: launch with "
+         "gangrun, whose launcher serves it, or start one with `gangrun --store-only "
+         "HOST:PORT` and point GANG_INIT_METHOD at tcp://HOST:PORT");
+  }
   if (!fd.valid()) {
     fail(Status::kStore, "store: cannot reach ", url(), " within ",
          timeout().count(), " ms: ", error);

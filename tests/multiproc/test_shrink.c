@@ -22,6 +22,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -383,6 +387,73 @@ static void test_decider_dies_after_commit_n5(void** s) {
   run(5, (shrink_case_t){{1, -1}, 1, IN_ALL_REDUCE, NONE, 0, NONE, NONE, "shrink.commit", 2});
 }
 
+/* The store's owner dies: rank 0 served tcp:// itself (no launcher) and
+ * exits after rank 3 was lost; ranks 1 and 2's gang_shrink fails within
+ * seconds with GANG_ERR_STORE saying the store is gone and how to keep it,
+ * rather than retrying the refused connection until the timeout. */
+#define SLOT_OWNER_GONE 6
+#define STORE_GONE_LIMIT_MS 5000
+
+static int store_owner(int rank, int size, const char* url, void* arg) {
+  const int port = *(const int*)arg;
+  char init[64];
+  gang_options_t o;
+  gang_t* g = NULL;
+  gang_t* small = NULL;
+  int64_t x = 1, y = 0, t0;
+  gang_status_t st;
+  (void)url;
+  snprintf(init, sizeof init, "tcp://127.0.0.1:%d", port);
+  gang_options_init(&o);
+  o.rank = rank;
+  o.size = size;
+  o.init_method = init;
+  o.timeout_ms = 20000;
+  CHECK_OK(gang_create(&o, &g));
+  CHECK_OK(gang_barrier(g, NULL));
+  if (rank == 3) kill(getpid(), SIGKILL);
+  st = gang_all_reduce(g, &x, &y, 1, GANG_INT64, GANG_SUM, NULL);
+  CHECK(st != GANG_OK, "the all-reduce without rank 3 succeeded");
+  if (rank == 0) {
+    __atomic_store_n(&gang_test_shared_ints()[SLOT_OWNER_GONE], 1, __ATOMIC_SEQ_CST);
+    _exit(0); /* and the store with it */
+  }
+  CHECK(gang_test_wait_shared(SLOT_OWNER_GONE, 1, 20000) == 0, "rank 0 never left");
+  gang_test_sleep_ms(200);
+  t0 = gang_test_now_ms();
+  st = gang_shrink(g, 20000, &small);
+  CHECK(st == GANG_ERR_STORE, "gang_shrink returned %s: %s", gang_status_name(st),
+        gang_last_error());
+  CHECK(gang_test_now_ms() - t0 <= STORE_GONE_LIMIT_MS, "it took %lld ms",
+        (long long)(gang_test_now_ms() - t0));
+  CHECK(strstr(gang_last_error(), "is gone") != NULL &&
+            strstr(gang_last_error(), "--store-only") != NULL,
+        "the message does not say what happened and what to do: %s", gang_last_error());
+  return 0;
+}
+
+static void test_store_owner_dies_n4(void** s) {
+  gang_test_opts_t o;
+  struct sockaddr_in a;
+  socklen_t len = sizeof a;
+  int port, fd = socket(AF_INET, SOCK_STREAM, 0);
+  (void)s;
+  memset(&a, 0, sizeof a);
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  assert_int_equal(bind(fd, (struct sockaddr*)&a, sizeof a), 0);
+  assert_int_equal(getsockname(fd, (struct sockaddr*)&a, &len), 0);
+  port = ntohs(a.sin_port);
+  close(fd);
+  gang_test_opts_init(&o);
+  o.size = 4;
+  o.plain_fn = store_owner;
+  o.arg = &port;
+  o.wall_timeout_s = WALL_S;
+  o.killed_rank = 3;
+  assert_int_equal(gang_test_run(&o), 0);
+}
+
 int main(int argc, char** argv) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_lost_in_all_reduce_n4),
@@ -398,6 +469,7 @@ int main(int argc, char** argv) {
       cmocka_unit_test(test_decider_dies_waiting_n4),
       cmocka_unit_test(test_decider_dies_before_commit_n4),
       cmocka_unit_test(test_decider_dies_after_commit_n5),
+      cmocka_unit_test(test_store_owner_dies_n4),
   };
   if (argc > 1) cmocka_set_test_filter(argv[1]);
   return cmocka_run_group_tests(tests, NULL, NULL);
