@@ -69,10 +69,6 @@ std::chrono::milliseconds millis_or(const char* name,
 
 }  // namespace
 
-std::chrono::milliseconds shrink_settle() {
-  return millis_or("GANG_SHRINK_SETTLE_MS", kDefaultShrinkSettle, 0);
-}
-
 std::chrono::milliseconds shrink_form() {
   return millis_or("GANG_SHRINK_FORM_MS", kDefaultShrinkForm, 1);
 }

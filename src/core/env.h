@@ -22,15 +22,13 @@ std::chrono::milliseconds timeout();
 constexpr std::chrono::milliseconds kDefaultWaitWarn{30000};
 std::chrono::milliseconds wait_warn_interval();
 
-// gang_shrink's windows (membership.cc). GANG_SHRINK_SETTLE_MS: how long
-// the survivors' decider waits for one more survivor once arrivals stop
-// (default 300 ms). GANG_SHRINK_FORM_MS: how long the agreed survivors have
-// to meet as the new gang before they agree again without the missing
-// (default 3000 ms). Each a whole number of milliseconds (the settle time
-// may be 0), else kInvalidArgument naming it.
-constexpr std::chrono::milliseconds kDefaultShrinkSettle{300};
+// gang_shrink's window (membership.cc). GANG_SHRINK_FORM_MS: how long the
+// agreed survivors have to meet as the new gang before they agree again
+// without the missing (default 3000 ms): a whole number of milliseconds,
+// else kInvalidArgument naming it. (GANG_SHRINK_SETTLE_MS, the settle
+// window of earlier versions, is no longer read: the decider waits for the
+// ranks that are alive, docs/elastic.md.)
 constexpr std::chrono::milliseconds kDefaultShrinkForm{3000};
-std::chrono::milliseconds shrink_settle();
 std::chrono::milliseconds shrink_form();
 
 // GANG_FAILURE_DETECT_MS: how long a rank's heartbeat may stand still

@@ -262,7 +262,14 @@ class Gang : public std::enable_shared_from_this<Gang> {
   std::shared_ptr<Gang> make_child(Setup setup);
   // The survivors' agreement of gang_shrink number `id` (membership.cc):
   // the ranks of this gang that take part, the same on every one of them.
-  std::vector<int> agree_survivors(uint64_t id, Millis timeout);
+  // *rounds: how many rounds the agreement took (their keys, to forget).
+  std::vector<int> agree_survivors(uint64_t id, Millis timeout, int* rounds);
+  // Fails kAborted, saying so, when the survivors' fence leaves this rank
+  // out.
+  void check_fence(store::Store& s);
+  // Rank 0 of the new gang: forgets shrink `id`'s rounds and this gang's
+  // records of its ranks (forget.h).
+  void forget_shrink(uint64_t id, int rounds);
   // Rank 0 of a grow: "" when the joiner with ticket t may come in, else
   // why not ("skipped: ..." or "refused: ..."). `wants`: "<backend>/<device>".
   std::string admit(store::Store& s, const std::string& jp, int64_t t,

@@ -5,6 +5,7 @@
 
 #include "core/control_channel.h"
 #include "core/env.h"
+#include "core/forget.h"
 #include "core/liveness.h"
 #include "core/executor.h"
 #include "core/flight_recorder.h"
@@ -170,7 +171,16 @@ std::shared_ptr<Gang> Gang::create(const GangOptions& o) {
   cfg.host_of = std::move(gen.host_of);
   s.store = store;
   cfg.store = store::with_prefix(store, s.store_prefix + "backend/", r.timeout);
-  return make(std::move(s));
+  const std::string prefix = s.store_prefix;
+  auto g = make(std::move(s));
+  if (r.rank == 0) {
+    // Past the creation's barrier every rank has read the rendezvous (and
+    // the secret, which is better gone from the store).
+    std::vector<std::string> keys = {prefix + "go", prefix + "secret", prefix + "hosts"};
+    for (int i = 1; i < r.size; ++i) keys.push_back(str_cat(prefix, "hello/", i));
+    forget(store, std::move(keys));
+  }
+  return g;
 }
 
 std::shared_ptr<Gang> Gang::create_fake(int rank, int size) {

@@ -44,6 +44,7 @@
 #include "core/control_channel.h"
 #include "core/env.h"
 #include "core/fault_point.h"
+#include "core/forget.h"
 #include "core/liveness.h"
 #include "base/process.h"
 #include "core/gang.h"
@@ -177,7 +178,7 @@ std::vector<int> wait_for_survivors(store::Store& s, const std::string& p, PeerW
 
 }  // namespace
 
-std::vector<int> Gang::agree_survivors(uint64_t id, Millis timeout) {
+std::vector<int> Gang::agree_survivors(uint64_t id, Millis timeout, int* rounds) {
   if (!store_) {
     fail(Status::kUnsupported, kApi, ": gang \"", name_,
          "\" was made without a store (a fake gang or one rank)");
@@ -197,7 +198,11 @@ std::vector<int> Gang::agree_survivors(uint64_t id, Millis timeout) {
            "\" did not agree within ", timeout.count(), " ms (", round,
            " round(s))");
     }
+    // The survivors may have gone on without this rank already (and
+    // cleared their rounds): their fence says so, whatever the rounds say.
+    check_fence(s);
     const std::string p = str_cat(store_prefix_, "shrink", id, "/", round, "/");
+    *rounds = round + 1;
     s.add(str_cat(p, "here/", rank_), 1);
     fault_point("shrink.arrive");
     if (s.add(p + "count", 1) == 1) {
@@ -289,7 +294,8 @@ std::shared_ptr<Gang> Gang::shrink(Millis timeout) {
       return std::max(Millis(1), std::chrono::duration_cast<Millis>(
                                      deadline - Clock::now()));
     };
-    const std::vector<int> members = agree_survivors(id, left());
+    int rounds = 0;
+    const std::vector<int> members = agree_survivors(id, left(), &rounds);
     const std::string label = str_cat("shrink", id);
     const std::string new_name = changed_name(name_, "shrink", lineage_ + 1);
     if (std::find(members.begin(), members.end(), rank_) == members.end()) {
@@ -320,6 +326,10 @@ std::shared_ptr<Gang> Gang::shrink(Millis timeout) {
     try {
       auto child = make_child(std::move(setup));
       child->lineage_ = lineage_ + 1;
+      // Every member has read the outcome and met: the rounds' keys, and
+      // this gang's records of who its ranks were, are nobody's now (the
+      // fence stays, for ranks left out).
+      if (child->rank() == 0) forget_shrink(id, rounds);
       GANG_LOG(kInfo, "gang \"", name_, "\" shrank to \"", child->name(),
                "\": ", members.size(), " of ", size_, " ranks (lost: ",
                lost.empty() ? "none" : lost, ") in ",
@@ -381,6 +391,29 @@ void Gang::note_fence() {
   excluded_ = true;
   failure_ = why;
   failed_.store(static_cast<int>(Status::kAborted));
+}
+
+void Gang::check_fence(store::Store& s) {
+  if (s.add(store_prefix_ + "fenced", 0) == 0) return;
+  const std::string text = read_members(s, store_prefix_ + "fence", Millis(1000));
+  const size_t space = text.find(' ');
+  if (space == std::string::npos) return;
+  const std::vector<int> members = parse_members(text.substr(0, space));
+  if (std::find(members.begin(), members.end(), rank_) != members.end()) return;
+  fail(Status::kAborted, kApi, ": ", excluded_text(members, text.substr(space + 1)));
+}
+
+void Gang::forget_shrink(uint64_t id, int rounds) {
+  std::vector<std::string> keys;
+  for (int round = 0; round < rounds; ++round) {
+    const std::string p = str_cat(store_prefix_, "shrink", id, "/", round, "/");
+    for (const char* k : {"count", "decider", "proposal", "fate", "members"}) keys.push_back(p + k);
+    for (int r = 0; r < size_; ++r) keys.push_back(str_cat(p, "here/", r));
+  }
+  for (int r = 0; r < size_; ++r) {
+    for (const char* k : {"who/", "dead/", "failed/"}) keys.push_back(str_cat(store_prefix_, k, r));
+  }
+  forget(store_, std::move(keys), {{store_prefix_ + "failures", store_prefix_ + "failure/"}});
 }
 
 std::string Gang::excluded_text(const std::vector<int>& members,
@@ -473,6 +506,7 @@ std::shared_ptr<Gang> Gang::grow(Millis timeout) {
   const int64_t seen = s.add(jp + "count", 0);
   std::vector<int64_t> all(static_cast<size_t>(size_));
   int64_t admitted = 0;
+  std::vector<int64_t> won;  // rank 0: the tickets admitted
   const std::string new_name = changed_name(name_, "grow", lineage_ + 1);
   const std::string wants = str_cat(asked_backend_, "/", device_word(device_type_));
   control(api, [&](Clock::time_point deadline) {
@@ -480,7 +514,6 @@ std::shared_ptr<Gang> Gang::grow(Millis timeout) {
     const int64_t upto = *std::max_element(all.begin(), all.end());
     if (rank_ == 0) {
       const int64_t decided = s.add(jp + "decided", 0);
-      std::vector<int64_t> won;
       for (int64_t t = decided + 1; t <= upto; ++t) {
         if (s.add(str_cat(jp, "claim/", t), 1) != 1) continue;  // withdrew
         const std::string no = admit(s, jp, t, wants);
@@ -515,6 +548,14 @@ std::shared_ptr<Gang> Gang::grow(Millis timeout) {
   o.debug = debug_ ? 1 : -1;
   auto grown = create(o);
   grown->lineage_ = lineage_ + 1;
+  if (rank_ == 0) {
+    // The admitted joiners are in: their tickets are nobody's now.
+    std::vector<std::string> keys;
+    for (int64_t t : won) {
+      for (const char* k : {"claim/", "asks/", "ticket/"}) keys.push_back(str_cat(jp, k, t));
+    }
+    forget(store_, std::move(keys));
+  }
   grown->stream_.store(stream_.load());
   grown->stream_completion_.store(stream_completion_.load());
   GANG_LOG(kInfo, "gang \"", name_, "\" grew to \"", new_name, "\": ", size_,
