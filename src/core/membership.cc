@@ -127,10 +127,13 @@ constexpr Millis kPoll{10};
 int64_t counter(store::Store& s, const std::string& key) { return s.add(key, 0); }
 
 // The decider's wait: until every rank arrived or is known to have failed,
-// or the cut. Returns the members: arrived and not failed since.
+// or the cut. Returns the members: arrived and not failed since. At the
+// cut, the ranks that came must be more than those alive that did not: a
+// minority never goes on alone under the gang's next name (it would shut
+// the majority out); *alone then names the absent, and nothing is returned.
 std::vector<int> wait_for_survivors(store::Store& s, const std::string& p, PeerWatch& watch,
                                     int size, int me, Clock::time_point cut,
-                                    const std::string& gang) {
+                                    const std::string& gang, std::string* alone) {
   std::vector<bool> here(static_cast<size_t>(size), false);
   std::vector<std::string> why(static_cast<size_t>(size));
   here[static_cast<size_t>(me)] = true;
@@ -150,10 +153,23 @@ std::vector<int> wait_for_survivors(store::Store& s, const std::string& p, PeerW
     }
     if (!waiting) break;
     if (Clock::now() >= cut) {
-      std::string late;
+      std::string late, came;
+      int absent = 0, arrived = 0;
       for (int r = 0; r < size; ++r) {
         const auto i = static_cast<size_t>(r);
-        if (!here[i] && why[i].empty()) late += str_cat(late.empty() ? "" : ", ", r);
+        if (here[i]) {
+          came += str_cat(came.empty() ? "" : ", ", r);
+          ++arrived;
+        } else if (why[i].empty()) {
+          late += str_cat(late.empty() ? "" : ", ", r);
+          ++absent;
+        }
+      }
+      if (arrived <= absent) {
+        *alone = str_cat("only rank(s) ", came, " came before the timeout, while rank(s) ",
+                         late, " are alive and did not call gang_shrink: a minority of the "
+                         "living does not go on alone");
+        return {};
       }
       GANG_LOG(kWarn, "gang \"", gang, "\" rank ", me, ": ", kApi, " went on without rank(s) ",
                late, ", alive but not in gang_shrink before the timeout");
@@ -208,8 +224,15 @@ std::vector<int> Gang::agree_survivors(uint64_t id, Millis timeout, int* rounds)
     if (s.add(p + "count", 1) == 1) {
       s.set(p + "decider", as_bytes(str_cat(rank_)));
       fault_point("shrink.decide");
+      std::string alone;
       const std::vector<int> members =
-          wait_for_survivors(s, p, watch, size_, rank_, cut, name_);
+          wait_for_survivors(s, p, watch, size_, rank_, cut, name_, &alone);
+      if (members.empty()) {
+        // No outcome but "abandoned": the others try again, and fail alike
+        // unless a majority of the living comes.
+        if (s.add(p + "fate", kAbandon) == kAbandon) s.set(p + "members", as_bytes(kAbandoned));
+        fail(Status::kTimeout, kApi, ": gang \"", name_, "\": ", alone);
+      }
       const std::string text = members_text(members);
       s.set(p + "proposal", as_bytes(text));
       fault_point("shrink.propose");

@@ -454,6 +454,52 @@ static void test_store_owner_dies_n4(void** s) {
   assert_int_equal(gang_test_run(&o), 0);
 }
 
+/* A minority never goes on alone: rank 3 is killed, rank 0 calls
+ * gang_shrink while ranks 1 and 2 (alive) do not: rank 0 fails with
+ * GANG_ERR_TIMEOUT saying so, rather than making a gang of itself. Then
+ * ranks 1 and 2 shrink, a majority of the living: they go on as two. */
+#define SLOT_ZERO_DONE 7
+
+static int rank_minority(gang_t* g, int rank, int size, void* arg) {
+  gang_t* small = NULL;
+  int64_t x = 1, y = 0;
+  gang_status_t st;
+  (void)size;
+  (void)arg;
+  CHECK_OK(gang_barrier(g, NULL));
+  if (rank == 3) kill(getpid(), SIGKILL);
+  st = gang_all_reduce(g, &x, &y, 1, GANG_INT64, GANG_SUM, NULL);
+  CHECK(st != GANG_OK, "the all-reduce without rank 3 succeeded");
+  if (rank == 0) {
+    st = gang_shrink(g, 3000, &small);
+    __atomic_store_n(&gang_test_shared_ints()[SLOT_ZERO_DONE], 1, __ATOMIC_SEQ_CST);
+    CHECK(st == GANG_ERR_TIMEOUT && small == NULL, "rank 0 alone: %s (%s)",
+          gang_status_name(st), gang_last_error());
+    CHECK(strstr(gang_last_error(), "minority") != NULL, "message: %s", gang_last_error());
+    gang_test_sleep_ms(6000); /* alive while the others shrink */
+    return 0;
+  }
+  CHECK(gang_test_wait_shared(SLOT_ZERO_DONE, 1, 20000) == 0, "rank 0 never gave up");
+  CHECK_OK(gang_shrink(g, 4000, &small));
+  CHECK(gang_size(small) == 2, "the majority shrank to %d", gang_size(small));
+  CHECK_OK(gang_all_reduce(small, &x, &y, 1, GANG_INT64, GANG_SUM, NULL));
+  CHECK(y == 2, "sum %lld", (long long)y);
+  CHECK_OK(gang_destroy(small));
+  return 0;
+}
+
+static void test_minority_alone_n4(void** s) {
+  gang_test_opts_t o;
+  (void)s;
+  gang_test_opts_init(&o);
+  o.size = 4;
+  o.fn = rank_minority;
+  o.gang_timeout_ms = TIMEOUT_MS;
+  o.wall_timeout_s = WALL_S;
+  o.killed_rank = 3;
+  assert_int_equal(gang_test_run(&o), 0);
+}
+
 int main(int argc, char** argv) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_lost_in_all_reduce_n4),
@@ -470,6 +516,7 @@ int main(int argc, char** argv) {
       cmocka_unit_test(test_decider_dies_before_commit_n4),
       cmocka_unit_test(test_decider_dies_after_commit_n5),
       cmocka_unit_test(test_store_owner_dies_n4),
+      cmocka_unit_test(test_minority_alone_n4),
   };
   if (argc > 1) cmocka_set_test_filter(argv[1]);
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -251,7 +251,14 @@ class P2PWork final : public core::BackendWork {
       engine_->waiter().check();
       const auto now = Clock::now();
       if (now >= next_look) {
-        engine_->waiter().check_alive(op_->peer);
+        try {
+          engine_->waiter().check_alive(op_->peer);
+        } catch (const Error&) {
+          // A peer may finish its side and exit between the look above
+          // and this one: what it left decides.
+          if (finished(engine_->progress(op_))) return true;
+          throw;
+        }
         next_look = now + std::chrono::milliseconds(100);
       }
       if (now >= op_->deadline) {

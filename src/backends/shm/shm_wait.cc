@@ -142,11 +142,18 @@ void Waiter::wait_change(const std::atomic<uint32_t>& word, uint32_t seen,
              watch->operation(), " waiting for ", watch->missing());
       }
     }
-    check();
-    if (watch != nullptr) watch->check_peers();
-    if (now >= next_peer_check) {
-      check_peers();
-      next_peer_check = now + std::chrono::milliseconds(100);
+    try {
+      check();
+      if (watch != nullptr) watch->check_peers();
+      if (now >= next_peer_check) {
+        check_peers();
+        next_peer_check = now + std::chrono::milliseconds(100);
+      }
+    } catch (const Error&) {
+      // The last peer in may change the word and exit between the look at
+      // the top and these checks: a change it made before it went counts.
+      if (word.load(std::memory_order_acquire) != seen) return;
+      throw;
     }
     if (watch != nullptr && warn_every_.count() > 0 && now >= next_warning) {
       GANG_LOG(kWarn, "gang \"", gang_, "\" rank ", rank_, " has waited ",
