@@ -92,6 +92,20 @@ std::string self_record() {
   return str_cat(self().token, " ", scope(), " ", ::getpid());
 }
 
+bool parse_who(const std::string& text, Who* who) {
+  const size_t a = text.find(' ');
+  const size_t b = a == std::string::npos ? a : text.find(' ', a + 1);
+  if (b == std::string::npos) return false;
+  who->token = text.substr(0, a);
+  who->scope = text.substr(a + 1, b - a - 1);
+  who->pid = std::atoi(text.c_str() + b + 1);
+  return who->pid > 0;
+}
+
+bool ended_here(const Who& who) {
+  return who.scope == scope() && base::process_ended(who.pid);
+}
+
 void keep_beating(const std::shared_ptr<store::Store>& store) {
   if (!store) return;
   Process& p = self();
@@ -133,14 +147,8 @@ bool PeerWatch::read_record(int r) {
     if (e.status() != Status::kTimeout) throw;
     return false;
   }
-  const size_t a = text.find(' ');
-  const size_t b = a == std::string::npos ? a : text.find(' ', a + 1);
-  if (b == std::string::npos) return false;
-  p.token = text.substr(0, a);
-  p.scope = text.substr(a + 1, b - a - 1);
-  p.pid = std::atoi(text.c_str() + b + 1);
-  p.known = true;
-  return true;
+  p.known = parse_who(text, &p.who);
+  return p.known;
 }
 
 bool PeerWatch::failed(int r, std::string* why) {
@@ -152,15 +160,15 @@ bool PeerWatch::failed(int r, std::string* why) {
     if (why) *why = str_cat("it recorded no liveness and was silent for ", detect_.count(), " ms");
     return true;
   }
-  if (p.scope == scope() && base::process_ended(p.pid)) {
-    if (why) *why = str_cat("its process (pid ", p.pid, ") has ended");
+  if (ended_here(p.who)) {
+    if (why) *why = str_cat("its process (pid ", p.who.pid, ") has ended");
     return true;
   }
   if (store_->add(str_cat(prefix_, "dead/", r), 0) > 0) {
     if (why) *why = "a rank on its host found its process ended";
     return true;
   }
-  const int64_t b = store_->add(kBeatPrefix + p.token, 0);
+  const int64_t b = store_->add(kBeatPrefix + p.who.token, 0);
   if (b != p.beat) {
     p.beat = b;
     p.beat_since = now;
@@ -178,7 +186,7 @@ void PeerWatch::mark_ended_neighbours() {
   for (size_t r = 0; r < peers_.size(); ++r) {
     Peer& p = peers_[r];
     if (p.marked || !read_record(static_cast<int>(r))) continue;
-    if (p.scope == scope() && base::process_ended(p.pid)) {
+    if (ended_here(p.who)) {
       store_->add(str_cat(prefix_, "dead/", r), 1);
       p.marked = true;
     }

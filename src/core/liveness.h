@@ -39,6 +39,18 @@ using base::Millis;
 // This process's liveness record: "<token> <scope> <pid>".
 std::string self_record();
 
+// A liveness record read back.
+struct Who {
+  std::string token;  // its heartbeat: gang/alive/<token>
+  std::string scope;  // the kernel and PID namespace its pid means something in
+  int pid = 0;
+};
+// False when `text` is no record.
+bool parse_who(const std::string& text, Who* who);
+// Whether the process `who` names is seen from here to have ended: it
+// shares this process's scope, and has.
+bool ended_here(const Who& who);
+
 // Keeps this process's heartbeat in `store` while the store lives (a
 // thread per store; the first call for a store starts it, others do
 // nothing). Never throws.
@@ -65,8 +77,7 @@ class PeerWatch {
  private:
   struct Peer {
     bool known = false;  // who/<r> read
-    std::string token, scope;
-    int pid = 0;
+    Who who;
     int64_t beat = -1;
     Clock::time_point beat_since{};
     Clock::time_point asked_since{};

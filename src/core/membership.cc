@@ -46,7 +46,6 @@
 #include "core/fault_point.h"
 #include "core/forget.h"
 #include "core/liveness.h"
-#include "base/process.h"
 #include "core/gang.h"
 #include "core/log.h"
 #include "core/rendezvous.h"
@@ -491,18 +490,10 @@ std::string Gang::admit(store::Store& s, const std::string& jp, int64_t t,
   }
   const size_t space = asks.find(' ');
   const std::string asked = asks.substr(0, space);
-  if (space != std::string::npos) {
-    // "<token> <scope> <pid>": a process of this scope that ended is gone.
-    int pid = 0;
-    char token[64], scope[256];
-    if (std::sscanf(asks.c_str() + space + 1, "%63s %255s %d", token, scope, &pid) == 3) {
-      const std::string mine = self_record();
-      const size_t m1 = mine.find(' ');
-      const std::string my_scope = mine.substr(m1 + 1, mine.rfind(' ') - m1 - 1);
-      if (my_scope == scope && base::process_ended(pid)) {
-        return str_cat("skipped: the joiner with ticket ", t, " (pid ", pid, ") has died");
-      }
-    }
+  Who who;
+  if (space != std::string::npos && parse_who(asks.substr(space + 1), &who) &&
+      ended_here(who)) {
+    return str_cat("skipped: the joiner with ticket ", t, " (pid ", who.pid, ") has died");
   }
   const std::string asked_backend = asked.substr(0, asked.find('/'));
   const std::string asked_device = asked.substr(asked.find('/') + 1);
