@@ -8,7 +8,9 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <mutex>
 #include <new>
+#include <vector>
 
 #include "abi/shim.h"
 
@@ -108,6 +110,13 @@ uint32_t process_generation() { return g_generation.load(std::memory_order_relax
 pid_t generation_pid() {
   const pid_t p = g_generation_pid.load(std::memory_order_relaxed);
   return p != 0 ? p : ::getpid();
+}
+
+void keep_inherited(std::shared_ptr<void> object) {
+  static std::mutex mu;
+  static auto* kept = new std::vector<std::shared_ptr<void>>();
+  std::lock_guard<std::mutex> lock(mu);
+  kept->push_back(std::move(object));
 }
 
 void watch_forks() {

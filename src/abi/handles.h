@@ -64,6 +64,9 @@ namespace gang::abi {
 uint32_t process_generation();
 pid_t generation_pid();
 void watch_forks();
+// Holds an inherited object for the rest of the process, never released
+// (its teardown is the parent's) yet reachable, as leak checkers expect.
+void keep_inherited(std::shared_ptr<void> object);
 
 // The address space behind one kind of handle: ranges reserved as they are
 // needed, never accessible. Not thread-safe: its table's lock guards it.
@@ -194,7 +197,7 @@ class HandleTable {
         if (inherited(s)) {
           // Never released: its destructor would close the parent's
           // connections and wait for threads this process does not have.
-          new std::shared_ptr<T>(std::move(s.object));
+          keep_inherited(std::move(s.object));
         } else {
           object = std::move(s.object);
         }

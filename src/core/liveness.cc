@@ -23,6 +23,7 @@ constexpr const char* kBeatPrefix = "gang/alive/";
 // A forked child is another process: another token, and a registry of its
 // own (the parent's lock may have been held at the fork; it is left alone).
 struct Process {
+  const Process* parent = nullptr;  // the parent's, kept (never released)
   pid_t pid = ::getpid();
   std::string token = base::hex(base::random_bytes(8));
   std::mutex mu;
@@ -35,6 +36,7 @@ Process& self() {
   if (p->pid != ::getpid()) {
     // Never freed: the parent's copy, and its lock, are not this process's.
     auto* fresh = new Process();
+    fresh->parent = p;
     if (current.compare_exchange_strong(p, fresh)) return *fresh;
     delete fresh;
     return *current.load();
