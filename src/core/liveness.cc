@@ -26,6 +26,10 @@ struct Process {
   const Process* parent = nullptr;  // the parent's, kept (never released)
   pid_t pid = ::getpid();
   std::string token = base::hex(base::random_bytes(8));
+  // What its heartbeat threads add to. They keep a pointer to it, not a
+  // copy: a forked child has none of those threads, and a copy on their
+  // stacks would look leaked there.
+  std::string beat_key = kBeatPrefix + token;
   std::mutex mu;
   std::vector<std::weak_ptr<store::Store>> beating;
 };
@@ -72,13 +76,13 @@ Millis detect_interval() {
   }
 }
 
-void beat(std::weak_ptr<store::Store> weak, std::string key) {
+void beat(std::weak_ptr<store::Store> weak, const std::string* key) {
   for (;;) {
     {
       std::shared_ptr<store::Store> s = weak.lock();
       if (!s) return;
       try {
-        s->add(key, 1);
+        s->add(*key, 1);
       } catch (...) {
         // The store is slow or gone: the beat stands still, as it should.
       }
@@ -120,7 +124,7 @@ void keep_beating(const std::shared_ptr<store::Store>& store) {
       if (w.lock() == store) return;
     }
     v.push_back(store);
-    std::thread(beat, std::weak_ptr<store::Store>(store), kBeatPrefix + p.token).detach();
+    std::thread(beat, std::weak_ptr<store::Store>(store), &p.beat_key).detach();
   } catch (...) {
     // No thread: this process's beat stands still, and peers take it for
     // failed only after the detection interval of a membership change.
