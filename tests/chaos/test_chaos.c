@@ -51,6 +51,7 @@
 #define S_IN_SHRINK 2 /* members that called gang_shrink */
 #define S_SHRUNK 3    /* members with their shrunk gang */
 #define S_ASKED 4     /* joiners that asked */
+#define S_FAULT_IN 5  /* the rank that dies inside gang_shrink has called it */
 #define S_REC 16      /* per rank: R_* fields, R_STRIDE apart */
 #define R_STRIDE 8
 #define R_DONE 0      /* 1: finished its part as the schedule expects */
@@ -269,8 +270,13 @@ static int member(const schedule_t* c, int rank, const char* url) {
   if (rank == c->late) gang_test_sleep_ms(c->late_ms);
   if (rank == c->fault_rank) {
     setenv("GANG_FAULT_POINT", c->fault_point, 1);
+    bump(S_FAULT_IN);
   } else if (c->fault_rank != NONE && strcmp(c->fault_point, "shrink.arrive") != 0) {
-    gang_test_sleep_ms(200); /* the faulty rank is the first in: the decider */
+    /* The faulty rank must be the first in, the decider, to die where it
+     * is meant to: after it called gang_shrink (its collective may have
+     * failed later than this rank's). */
+    CHECK(gang_test_wait_shared(S_FAULT_IN, 1, 20000) == 0, "the faulty rank never shrank");
+    gang_test_sleep_ms(200);
   }
   bump(S_IN_SHRINK);
   TIMED(SHRINK_TIMEOUT_MS, gang_shrink(g, SHRINK_TIMEOUT_MS, &small));
@@ -502,10 +508,14 @@ int main(int argc, char** argv) {
   setenv("GANG_FAILURE_DETECT_MS", "1000", 1);
   setenv("GANG_SHRINK_FORM_MS", "1500", 1);
   memset(&t, 0, sizeof t);
-  for (i = 0; i < schedules; ++i) {
-    uint64_t s = seed + (uint64_t)i;
-    const schedule_t c = draw(i == 0 ? seed : next(&s), max_members);
-    run_schedule(&c, &t);
+  {
+    /* Schedule i's seed: the seed given, then the splitmix64 stream from
+     * it, so runs with other seeds draw other schedules. */
+    uint64_t s = seed;
+    for (i = 0; i < schedules; ++i) {
+      const schedule_t c = draw(i == 0 ? seed : next(&s), max_members);
+      run_schedule(&c, &t);
+    }
   }
   printf("chaos: %d schedules, %d faults injected, healthy ranks lost: %d, hangs: %d, "
          "wrong results: %d, calls past their timeout: %d, errors blaming no faulty rank: "
