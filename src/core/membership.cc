@@ -104,8 +104,8 @@ std::vector<int> parse_members(const std::string& text) {
   return members;
 }
 
-// The members of a round, or "" while there are none yet (after `wait`).
-std::string read_members(store::Store& s, const std::string& key, Millis wait) {
+// The text at `key`, or "" while there is none yet (after `wait`).
+std::string read_text(store::Store& s, const std::string& key, Millis wait) {
   try {
     const store::Bytes b = s.get(key, std::max(wait, Millis(1)));
     return std::string(b.begin(), b.end());
@@ -249,7 +249,7 @@ std::vector<int> Gang::agree_survivors(uint64_t id, Millis timeout, int* rounds)
     int decider = -1;
     std::string text;
     while (text.empty()) {
-      text = read_members(s, p + "members", kPoll * 5);
+      text = read_text(s, p + "members", kPoll * 5);
       if (!text.empty()) break;
       if (Clock::now() >= deadline) {
         fail(Status::kTimeout, kApi, ": the survivors of gang \"", name_,
@@ -262,7 +262,7 @@ std::vector<int> Gang::agree_survivors(uint64_t id, Millis timeout, int* rounds)
         break;
       }
       if (decider < 0) {
-        const std::string d = read_members(s, p + "decider", Millis(1));
+        const std::string d = read_text(s, p + "decider", Millis(1));
         if (!d.empty()) decider = std::atoi(d.c_str());
       }
       std::string why;
@@ -276,7 +276,7 @@ std::vector<int> Gang::agree_survivors(uint64_t id, Millis timeout, int* rounds)
         // writes as members.
         text = (before & kCommits) == 0
                    ? std::string(kAbandoned)
-                   : read_members(s, p + "members", std::chrono::duration_cast<Millis>(
+                   : read_text(s, p + "members", std::chrono::duration_cast<Millis>(
                                                         deadline - Clock::now()));
       } else {
         // The first to give the decider up: a commit before this is the
@@ -290,7 +290,7 @@ std::vector<int> Gang::agree_survivors(uint64_t id, Millis timeout, int* rounds)
                    "; agreeing again");
           text = kAbandoned;
         } else {
-          text = read_members(s, p + "proposal", Millis(1000));
+          text = read_text(s, p + "proposal", Millis(1000));
         }
         s.set(p + "members", as_bytes(text));
       }
@@ -417,7 +417,7 @@ void Gang::note_fence() {
 
 void Gang::check_fence(store::Store& s) {
   if (s.add(store_prefix_ + "fenced", 0) == 0) return;
-  const std::string text = read_members(s, store_prefix_ + "fence", Millis(1000));
+  const std::string text = read_text(s, store_prefix_ + "fence", Millis(1000));
   const size_t space = text.find(' ');
   if (space == std::string::npos) return;
   const std::vector<int> members = parse_members(text.substr(0, space));
@@ -483,7 +483,7 @@ std::string Gang::admit(store::Store& s, const std::string& jp, int64_t t,
                         const std::string& wants) {
   // The joiner says what it asks for right after taking its ticket.
   const Millis detect = env::failure_detect();
-  const std::string asks = read_members(s, str_cat(jp, "asks/", t), detect);
+  const std::string asks = read_text(s, str_cat(jp, "asks/", t), detect);
   if (asks.empty()) {
     return str_cat("skipped: the joiner with ticket ", t, " did not say what it asks for within ",
                    detect.count(), " ms (it died after taking its ticket)");
@@ -600,14 +600,14 @@ std::shared_ptr<Gang> Gang::join(const GangOptions& options) {
   s.set(str_cat(jp, "asks/", ticket), as_bytes(asks));
   fault_point("join.asked");
   const std::string key = str_cat(jp, "ticket/", ticket);
-  std::string text = read_members(s, key, timeout);
+  std::string text = read_text(s, key, timeout);
   if (text.empty()) {
     if (s.add(str_cat(jp, "claim/", ticket), 1) == 1) {
       fail(Status::kTimeout, api, ": no member of gang \"", name,
            "\" admitted this process (ticket ", ticket, ") within ",
            timeout.count(), " ms: the members call gang_grow to admit joiners");
     }
-    text = read_members(s, key, timeout);  // decided just now
+    text = read_text(s, key, timeout);  // decided just now
     if (text.empty()) {
       fail(Status::kTimeout, api, ": admitted to gang \"", name,
            "\" (ticket ", ticket, ") but its details never came");
