@@ -39,6 +39,7 @@ class Executor;
 class FlightRecorder;
 struct Task;
 struct Watched;
+struct Who;
 
 // What gang_create asks for, as the C shim copied it from gang_options_t.
 struct GangOptions {
@@ -52,6 +53,17 @@ struct GangOptions {
   int64_t timeout_ms = 0;
   std::string name;
   int debug = 0;
+  // Membership changes (gang_grow) only. A retry of the same creation
+  // after it lost a rank meets under a rendezvous of its own
+  // ("<name>#<attempt>"), so a rank still holding the last attempt's
+  // details never says hello to the next one.
+  int attempt = 0;
+  // Asked at the rendezvous, while rank 0 waits for rank r's hello (and
+  // every other rank for rank 0's go, about rank 0): whether r is known to
+  // have failed, and why. Rank 0 then fails the creation on every rank
+  // with CreationLost (rendezvous.h), within the detection interval rather
+  // than at the timeout.
+  std::function<bool(int r, std::string* why)> lost;
 };
 
 // Memory handed to the C caller, released with free() (gang_free).
@@ -272,8 +284,9 @@ class Gang : public std::enable_shared_from_this<Gang> {
   void forget_shrink(uint64_t id, int rounds);
   // Rank 0 of a grow: "" when the joiner with ticket t may come in, else
   // why not ("skipped: ..." or "refused: ..."). `wants`: "<backend>/<device>".
+  // *who gets the joiner's liveness record, as it said it.
   std::string admit(store::Store& s, const std::string& jp, int64_t t,
-                    const std::string& wants);
+                    const std::string& wants, Who* who);
   // gang_split on a backend that may split natively: every rank takes part
   // (members empty and color -1 for a rank that stays out). *native false:
   // the backend has none after all, nothing happened, and null is returned;

@@ -153,9 +153,10 @@ std::shared_ptr<Gang> Gang::create(const GangOptions& o) {
   const std::string asks =
       str_cat(s.asked, "/",
               o.device_type == DeviceType::kCuda ? "cuda" : "cpu");
+  const std::string meet = o.attempt > 0 ? str_cat(r.name, "#", o.attempt) : r.name;
   Generation gen = join_generation(
-      *store, r.name, r.rank, r.size, cfg.host_id, asks,
-      std::chrono::duration_cast<Millis>(cfg.deadline - Clock::now()));
+      *store, meet, r.rank, r.size, cfg.host_id, asks,
+      std::chrono::duration_cast<Millis>(cfg.deadline - Clock::now()), o.lost);
   // Every rank decides alike: they all read the same host numbers.
   const bool automatic = o.backend.empty() || o.backend == "auto";
   if (gen.hosts() == 1) {

@@ -157,6 +157,12 @@ bool PeerWatch::read_record(int r) {
   return p.known;
 }
 
+void PeerWatch::know(int r, const Who& who) {
+  Peer& p = peers_[static_cast<size_t>(r)];
+  p.who = who;
+  p.known = who.pid > 0;
+}
+
 bool PeerWatch::failed(int r, std::string* why) {
   Peer& p = peers_[static_cast<size_t>(r)];
   const Clock::time_point now = Clock::now();

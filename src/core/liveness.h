@@ -71,6 +71,10 @@ class PeerWatch {
   // failed once it has been asked about for the detection interval.
   bool failed(int r, std::string* why = nullptr);
 
+  // Takes `who` as rank r's record, for a rank that recorded itself
+  // elsewhere (a joiner, in what it asked for).
+  void know(int r, const Who& who);
+
   // Marks every rank of this process's scope whose process has ended.
   void mark_ended_neighbours();
 

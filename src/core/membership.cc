@@ -480,7 +480,7 @@ std::string device_word(DeviceType d) { return d == DeviceType::kCuda ? "cuda" :
 }  // namespace
 
 std::string Gang::admit(store::Store& s, const std::string& jp, int64_t t,
-                        const std::string& wants) {
+                        const std::string& wants, Who* who_out) {
   // The joiner says what it asks for right after taking its ticket.
   const Millis detect = env::failure_detect();
   const std::string asks = read_text(s, str_cat(jp, "asks/", t), detect);
@@ -490,7 +490,7 @@ std::string Gang::admit(store::Store& s, const std::string& jp, int64_t t,
   }
   const size_t space = asks.find(' ');
   const std::string asked = asks.substr(0, space);
-  Who who;
+  Who& who = *who_out;
   if (space != std::string::npos && parse_who(asks.substr(space + 1), &who) &&
       ended_here(who)) {
     return str_cat("skipped: the joiner with ticket ", t, " (pid ", who.pid, ") has died");
@@ -521,8 +521,18 @@ std::shared_ptr<Gang> Gang::grow(Millis timeout) {
   std::vector<int64_t> all(static_cast<size_t>(size_));
   int64_t admitted = 0;
   std::vector<int64_t> won;  // rank 0: the tickets admitted
+  std::vector<Who> whos;     // rank 0: their joiners
   const std::string new_name = changed_name(name_, "grow", lineage_ + 1);
   const std::string wants = str_cat(asked_backend_, "/", device_word(device_type_));
+  // Rank 0: tells each admitted joiner its place in attempt `attempt`.
+  const auto tell = [&](int attempt) {
+    for (size_t i = 0; i < won.size(); ++i) {
+      s.set(str_cat(jp, "ticket/", won[i]),
+            as_bytes(str_cat(size_ + static_cast<int>(i), " ", size_ + static_cast<int>(admitted),
+                             " ", lineage_ + 1, " ", asked_backend_, " ", attempt, " ",
+                             new_name)));
+    }
+  };
   control(api, [&](Clock::time_point deadline) {
     control_->all_gather(&seen, all.data(), 1, DType::kInt64, deadline);
     const int64_t upto = *std::max_element(all.begin(), all.end());
@@ -530,37 +540,77 @@ std::shared_ptr<Gang> Gang::grow(Millis timeout) {
       const int64_t decided = s.add(jp + "decided", 0);
       for (int64_t t = decided + 1; t <= upto; ++t) {
         if (s.add(str_cat(jp, "claim/", t), 1) != 1) continue;  // withdrew
-        const std::string no = admit(s, jp, t, wants);
+        Who who;
+        const std::string no = admit(s, jp, t, wants, &who);
         if (no.empty()) {
           won.push_back(t);
+          whos.push_back(who);
         } else {
           GANG_LOG(kWarn, "gang \"", name_, "\": ", api, " ", no);
           s.set(str_cat(jp, "ticket/", t), as_bytes(no));
         }
       }
       admitted = static_cast<int64_t>(won.size());
-      for (size_t i = 0; i < won.size(); ++i) {
-        s.set(str_cat(jp, "ticket/", won[i]),
-              as_bytes(str_cat(size_ + static_cast<int>(i), " ",
-                               size_ + static_cast<int>(admitted), " ",
-                               lineage_ + 1, " ", asked_backend_, " ", new_name)));
-      }
+      tell(0);
       if (upto > decided) s.add(jp + "decided", upto - decided);
     }
     control_->broadcast(&admitted, 1, DType::kInt64, 0, deadline);
   });
+  std::shared_ptr<Gang> grown;
+  for (int attempt = 0; admitted > 0; ++attempt) {
+    GangOptions o;
+    o.backend = asked_backend_;
+    o.device_type = device_type_;
+    o.device_index = device_index_;
+    o.rank = rank_;
+    o.size = size_ + static_cast<int>(admitted);
+    o.store = store_;
+    o.timeout_ms = timeout.count();
+    o.name = new_name;
+    o.debug = debug_ ? 1 : -1;
+    o.attempt = attempt;
+    // A rank lost before the grown gang met (a joiner that died after it
+    // was admitted, or a member) ends the attempt within the detection
+    // interval: rank 0 watches the ranks it waits for, the others rank 0.
+    PeerWatch watch(store_, store_prefix_, o.size);
+    for (size_t i = 0; i < whos.size(); ++i) watch.know(size_ + static_cast<int>(i), whos[i]);
+    o.lost = [&watch](int r, std::string* why) { return watch.failed(r, why); };
+    try {
+      grown = create(o);
+      break;
+    } catch (const CreationLost& e) {
+      const int lost = e.rank();
+      if (lost < size_) {
+        // A member: the gang lost it (its next call says so), and the
+        // joiners are told to ask again.
+        if (rank_ == 0) {
+          for (int64_t t : won) {
+            s.set(str_cat(jp, "ticket/", t),
+                  as_bytes(str_cat("aborted: member rank ", lost, " of gang \"", name_,
+                                   "\" was lost while it grew; join again")));
+          }
+        }
+        throw;
+      }
+      // A joiner: every member has this (rank 0 found it and said so in
+      // its go); the others go on without it, under the next attempt.
+      const size_t j = static_cast<size_t>(lost - size_);
+      if (rank_ == 0) {
+        GANG_LOG(kWarn, "gang \"", name_, "\": ", api, " goes on without the joiner with ticket ",
+                 won[j], " (pid ", whos[j].pid, "), which was lost after it was admitted: ",
+                 e.what());
+        s.set(str_cat(jp, "ticket/", won[j]), as_bytes("skipped: lost after it was admitted"));
+        won.erase(won.begin() + static_cast<std::ptrdiff_t>(j));
+        whos.erase(whos.begin() + static_cast<std::ptrdiff_t>(j));
+        admitted = static_cast<int64_t>(won.size());
+        tell(attempt + 1);
+      }
+      control(api, [&](Clock::time_point deadline) {
+        control_->broadcast(&admitted, 1, DType::kInt64, 0, deadline);
+      });
+    }
+  }
   if (admitted == 0) return nullptr;
-  GangOptions o;
-  o.backend = asked_backend_;
-  o.device_type = device_type_;
-  o.device_index = device_index_;
-  o.rank = rank_;
-  o.size = size_ + static_cast<int>(admitted);
-  o.store = store_;
-  o.timeout_ms = timeout.count();
-  o.name = new_name;
-  o.debug = debug_ ? 1 : -1;
-  auto grown = create(o);
   grown->lineage_ = lineage_ + 1;
   if (rank_ == 0) {
     // The admitted joiners are in: their tickets are nobody's now.
@@ -600,6 +650,7 @@ std::shared_ptr<Gang> Gang::join(const GangOptions& options) {
   s.set(str_cat(jp, "asks/", ticket), as_bytes(asks));
   fault_point("join.asked");
   const std::string key = str_cat(jp, "ticket/", ticket);
+  const base::Deadline deadline(timeout);
   std::string text = read_text(s, key, timeout);
   if (text.empty()) {
     if (s.add(str_cat(jp, "claim/", ticket), 1) == 1) {
@@ -613,31 +664,52 @@ std::shared_ptr<Gang> Gang::join(const GangOptions& options) {
            "\" (ticket ", ticket, ") but its details never came");
     }
   }
-  if (text.rfind("refused", 0) == 0 || text.rfind("skipped", 0) == 0) {
-    fail(text[0] == 'r' ? Status::kInvalidArgument : Status::kAborted, api, ": gang \"",
-         name, "\" ", text);
+  for (;;) {
+    if (text.rfind("refused", 0) == 0 || text.rfind("skipped", 0) == 0 ||
+        text.rfind("aborted", 0) == 0) {
+      fail(text[0] == 'r' ? Status::kInvalidArgument : Status::kAborted, api, ": gang \"",
+           name, "\" ", text);
+    }
+    GangOptions o = options;
+    // "<rank> <size> <lineage> <backend> <attempt> <name>": the name is the
+    // rest, whatever its characters.
+    int rank = -1, size = -1, attempt = -1, name_at = -1;
+    unsigned long long lineage = 0;
+    char backend[128] = {};
+    if (std::sscanf(text.c_str(), "%d %d %llu %127s %d %n", &rank, &size, &lineage, backend,
+                    &attempt, &name_at) != 5 ||
+        name_at <= 0 || static_cast<size_t>(name_at) >= text.size()) {
+      fail(Status::kStore, api, ": ticket ", ticket, " of gang \"", name,
+           "\" reads \"", text, "\"");
+    }
+    fault_point("join.admitted");
+    o.rank = rank;
+    o.size = size;
+    o.backend = backend;
+    o.name = text.substr(static_cast<size_t>(name_at));
+    o.store = store;
+    o.timeout_ms = std::max<int64_t>(1, deadline.remaining_ms().count());
+    o.attempt = attempt;
+    try {
+      auto joined = create(o);
+      joined->lineage_ = lineage;
+      return joined;
+    } catch (const CreationLost&) {
+      // Another rank was lost before the grown gang met: rank 0 says what
+      // becomes of this one (its place in the next attempt, or why not).
+    }
+    const std::string was = text;
+    while (text == was) {
+      if (deadline.expired()) {
+        fail(Status::kTimeout, api, ": the growth of gang \"", name, "\" that admitted ticket ",
+             ticket, " lost a rank, and its members never said what comes next within ",
+             timeout.count(), " ms");
+      }
+      text = read_text(s, key, std::min(Millis(50), deadline.remaining_ms()));
+      if (text.empty()) text = was;
+      std::this_thread::sleep_for(Millis(20));
+    }
   }
-  GangOptions o = options;
-  // "<rank> <size> <lineage> <backend> <name>": the name is the rest,
-  // whatever its characters.
-  int rank = -1, size = -1, name_at = -1;
-  unsigned long long lineage = 0;
-  char backend[128] = {};
-  if (std::sscanf(text.c_str(), "%d %d %llu %127s %n", &rank, &size, &lineage, backend,
-                  &name_at) != 4 ||
-      name_at <= 0 || static_cast<size_t>(name_at) >= text.size()) {
-    fail(Status::kStore, api, ": ticket ", ticket, " of gang \"", name,
-         "\" reads \"", text, "\"");
-  }
-  o.rank = rank;
-  o.size = size;
-  o.backend = backend;
-  o.name = text.substr(static_cast<size_t>(name_at));
-  o.store = store;
-  o.timeout_ms = timeout.count();
-  auto joined = create(o);
-  joined->lineage_ = lineage;
-  return joined;
 }
 
 }  // namespace gang::core

@@ -148,6 +148,8 @@ using base::Millis;
 
 // How long a rank waits for a go before it looks for a newer generation.
 constexpr Millis kLookAgain{50};
+// How often rank 0 looks at a rank it waits for, given a `lost` check.
+constexpr Millis kLookLost{100};
 
 std::string text(const store::Bytes& b) { return std::string(b.begin(), b.end()); }
 store::Bytes bytes(const std::string& s) { return store::Bytes(s.begin(), s.end()); }
@@ -215,9 +217,19 @@ std::vector<int> parse_hosts(const std::string& list, int size) {
 
 }  // namespace
 
+namespace {
+
+[[noreturn]] void creation_lost(const std::string& name, int r, const std::string& why) {
+  throw CreationLost(r, str_cat("gang_create: gang \"", name, "\": rank ", r,
+                                " was lost before the gang met: ", why));
+}
+
+}  // namespace
+
 Generation join_generation(store::Store& store, const std::string& name,
                            int rank, int size, const std::string& host,
-                           const std::string& asks, Millis timeout) {
+                           const std::string& asks, Millis timeout,
+                           const std::function<bool(int, std::string*)>& lost) {
   const base::Deadline deadline(timeout);
   const std::string base = str_cat("gang/", name, "/");
   if (rank == 0) {
@@ -229,14 +241,26 @@ Generation join_generation(store::Store& store, const std::string& name,
     std::vector<std::string> hosts{host};
     for (int r = 1; r < size; ++r) {
       std::string hello;
-      try {
-        hello = text(store.get(str_cat(prefix, "hello/", r),
-                               deadline.remaining_ms()));
-      } catch (const Error& e) {
-        if (e.status() != Status::kTimeout) throw;
-        rendezvous_timeout(name, rank, size,
-                           str_cat("rank ", r, " did not join within ",
-                                   timeout.count(), " ms"));
+      for (;;) {
+        // Without a check, one wait; with one, a look at rank r between
+        // short waits.
+        const Millis wait = lost ? std::min(kLookLost, deadline.remaining_ms())
+                                 : deadline.remaining_ms();
+        try {
+          hello = text(store.get(str_cat(prefix, "hello/", r), wait));
+          break;
+        } catch (const Error& e) {
+          if (e.status() != Status::kTimeout) throw;
+        }
+        if (deadline.expired()) {
+          rendezvous_timeout(name, rank, size,
+                             str_cat("rank ", r, " did not join within ",
+                                     timeout.count(), " ms"));
+        }
+        if (std::string why; lost(r, &why)) {
+          store.set(prefix + "go", bytes(str_cat("lost ", r, " ", why)));
+          creation_lost(name, r, why);
+        }
       }
       const size_t space = hello.find(' ');
       const std::string their_size = hello.substr(0, space);
@@ -276,9 +300,11 @@ Generation join_generation(store::Store& store, const std::string& name,
     }
     std::string open;
     try {
-      open = text(store.get(base + "open", deadline.remaining_ms()));
+      open = text(store.get(base + "open", lost ? std::min(kLookLost, deadline.remaining_ms())
+                                                : deadline.remaining_ms()));
     } catch (const Error& e) {
       if (e.status() != Status::kTimeout) throw;
+      if (std::string why; lost && lost(0, &why)) creation_lost(name, 0, why);
       continue;  // the deadline check above says it
     }
     const std::string prefix = str_cat(base, open, "/");
@@ -293,6 +319,7 @@ Generation join_generation(store::Store& store, const std::string& name,
                           std::min(kLookAgain, deadline.remaining_ms())));
     } catch (const Error& e) {
       if (e.status() != Status::kTimeout) throw;
+      if (std::string why; lost && lost(0, &why)) creation_lost(name, 0, why);
       continue;  // not yet: look whether a newer generation opened
     }
     if (go.rfind("mismatch ", 0) == 0) {
@@ -307,6 +334,12 @@ Generation join_generation(store::Store& store, const std::string& name,
       fail(Status::kMismatch, "gang_create: gang \"", name, "\": rank ", go.substr(5, a - 5),
            " asks for ", go.substr(a + 1, b - a - 1), " but rank 0 for ", go.substr(b + 1),
            " (every rank must ask for the same backend and device)");
+    }
+    if (go.rfind("lost ", 0) == 0) {
+      // "lost <rank> <why>"
+      const size_t a = go.find(' ', 5);
+      creation_lost(name, std::atoi(go.c_str() + 5),
+                    a == std::string::npos ? "" : go.substr(a + 1));
     }
     if (contains_word(go, nonce)) {
       // Counts the ranks that joined a creation of this name, for whoever

@@ -2,10 +2,12 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "base/error.h"
 #include "core/env_detect.h"
 
 namespace gang::store {
@@ -44,6 +46,19 @@ struct Generation {
 
 constexpr size_t kSecretBytes = 32;
 
+// A creation that lost rank `rank` before it met: its `lost` check (below)
+// said so. Status kPeerLost; the rank is a fact for callers that retry
+// without it (gang_grow, when the lost rank is a joiner).
+class CreationLost : public Error {
+ public:
+  CreationLost(int rank, const std::string& message)
+      : Error(Status::kPeerLost, message), rank_(rank) {}
+  int rank() const { return rank_; }
+
+ private:
+  int rank_;
+};
+
 // Agrees on a fresh generation for creating gang `name` of `size` ranks on
 // `store`, and returns its key prefix and secret. The secret is as private
 // as the store: rank 0 publishes it under the generation's prefix before
@@ -64,9 +79,15 @@ constexpr size_t kSecretBytes = 32;
 // backend and device, one word); rank 0 fails a creation whose ranks ask
 // for different ones at once, with kMismatch naming both, on every rank.
 // Throws kTimeout at `timeout`.
+//
+// With `lost`, rank 0 asks it about each rank whose hello it is waiting
+// for, and every other rank about rank 0 while it waits for the go; a rank
+// known failed ends the creation at once: rank 0 tells the others in its
+// go, and every rank throws CreationLost naming that rank.
 Generation join_generation(store::Store& store, const std::string& name,
                             int rank, int size, const std::string& host,
                             const std::string& asks,
-                            std::chrono::milliseconds timeout);
+                            std::chrono::milliseconds timeout,
+                            const std::function<bool(int, std::string*)>& lost = {});
 
 }  // namespace gang::core

@@ -14,7 +14,8 @@
  * (it may be excluded, and must then be told so); a rank that dies at a
  * named step inside gang_shrink (GANG_FAULT_POINT: counting in, deciding,
  * proposing, committing); joiners, one of which may die right after taking
- * its ticket or after saying what it asks for. At most two deaths each.
+ * its ticket, after saying what it asks for, or after it was admitted
+ * (before the grown gang met). At most two deaths each.
  *
  * Invariants, per schedule:
  *   - every rank neither killed nor stopped past the detection interval is
@@ -150,7 +151,8 @@ static schedule_t draw(uint64_t seed, int max_members) {
   }
   c.joiners = pick(&s, MAX_JOINERS + 1);
   if (c.joiners > 0 && deaths < 2 && pick(&s, 2) == 0) {
-    c.joiner_dies_at = pick(&s, 2) ? "join.ticket" : "join.asked";
+    static const char* const joiner_points[] = {"join.ticket", "join.asked", "join.admitted"};
+    c.joiner_dies_at = joiner_points[pick(&s, 3)];
   }
   return c;
 }

@@ -5,7 +5,8 @@
  * right); a joiner nobody admits times out cleanly and is not counted by a
  * later gang_grow; gang_grow with no joiner returns NULL at once. A joiner
  * that dies after taking its ticket (before or after saying what it asks
- * for) is skipped within the detection interval and the others come in;
+ * for), or after it was admitted, is skipped within the detection interval
+ * and the others come in;
  * the grown gang keeps the members' backend (gloo stays gloo for a joiner
  * that asked for "auto"); a joiner asking for another backend, or a fake
  * one, is refused at once, naming both; so is a gang_create whose ranks
@@ -205,6 +206,82 @@ static void test_dead_joiners_skipped(void** s) {
   unsetenv("GANG_FAILURE_DETECT_MS");
 }
 
+/* Joiner 3 dies after it was admitted (it read its place, and never says
+ * hello to the grown gang), joiner 4 is healthy and admitted with it: the
+ * grown gang's rendezvous finds joiner 3 lost, and members and joiner 4
+ * meet again without it, within the detection interval. Members on
+ * g_member_backend. */
+#define SLOT_TURN 4
+
+static int dies_admitted(int rank, int size, const char* url, void* arg) {
+  gang_t* g = NULL;
+  gang_t* grown = NULL;
+  int64_t mine, sum = 0, t0;
+  (void)size;
+  (void)arg;
+  if (rank == MEMBERS) {
+    setenv("GANG_FAULT_POINT", "join.admitted", 1);
+    __atomic_add_fetch(&gang_test_shared_ints()[SLOT_TURN], 1, __ATOMIC_SEQ_CST);
+    join(url, 20000, &grown);
+    fprintf(stderr, "joiner %d outlived its death\n", rank);
+    return 1;
+  }
+  if (rank == MEMBERS + 1) {
+    CHECK(gang_test_wait_shared(SLOT_TURN, 1, 20000) == 0, "the dying joiner never asked");
+    gang_test_sleep_ms(150); /* it has its ticket */
+    __atomic_add_fetch(&gang_test_shared_ints()[SLOT_TURN], 1, __ATOMIC_SEQ_CST);
+    CHECK_OK(join(url, 20000, &grown));
+  } else {
+    CHECK_OK(member_gang(rank, url, &g));
+    CHECK(gang_test_wait_shared(SLOT_TURN, 2, 20000) == 0, "the joiners never asked");
+    gang_test_sleep_ms(300); /* both have their tickets */
+    t0 = gang_test_now_ms();
+    CHECK_OK(gang_barrier(g, NULL));
+    CHECK_OK(gang_grow(g, 0, &grown));
+    CHECK(grown != NULL, "gang_grow admitted nobody");
+    CHECK(gang_test_now_ms() - t0 <= DETECT_MS + 2000, "gang_grow took %lld ms",
+          (long long)(gang_test_now_ms() - t0));
+  }
+  CHECK(gang_size(grown) == MEMBERS + 1, "grown to %d ranks", gang_size(grown));
+  CHECK(gang_rank(grown) == (rank < MEMBERS ? rank : MEMBERS), "rank %d in the grown gang",
+        gang_rank(grown));
+  CHECK(strcmp(gang_name(grown), "root/grow1") == 0, "named \"%s\"", gang_name(grown));
+  if (g_member_backend != NULL) {
+    CHECK(strcmp(gang_backend_name(grown), g_member_backend) == 0, "grown on %s",
+          gang_backend_name(grown));
+  }
+  mine = 1;
+  CHECK_OK(gang_all_reduce(grown, &mine, &sum, 1, GANG_INT64, GANG_SUM, NULL));
+  CHECK(sum == MEMBERS + 1, "sum %lld", (long long)sum);
+  CHECK_OK(gang_destroy(grown));
+  if (g != NULL) CHECK_OK(gang_destroy(g));
+  return 0;
+}
+
+static void run_dies_admitted(const char* backend) {
+  gang_test_opts_t o;
+  g_member_backend = backend;
+  setenv("GANG_FAILURE_DETECT_MS", "1000", 1);
+  gang_test_opts_init(&o);
+  o.size = MEMBERS + 2;
+  o.plain_fn = dies_admitted;
+  o.wall_timeout_s = WALL_S;
+  o.killed_rank = MEMBERS;
+  assert_int_equal(gang_test_run(&o), 0);
+  unsetenv("GANG_FAILURE_DETECT_MS");
+  g_member_backend = NULL;
+}
+
+static void test_joiner_dies_admitted(void** s) {
+  (void)s;
+  run_dies_admitted(NULL);
+}
+
+static void test_joiner_dies_admitted_gloo(void** s) {
+  (void)s;
+  run_dies_admitted("gloo");
+}
+
 /* The grown gang's steps, each with a gang_grow, until both refused joiners
  * have returned (agreed by all): nobody is admitted. */
 static int grow_none(gang_t* grown) {
@@ -299,6 +376,8 @@ int main(int argc, char** argv) {
       cmocka_unit_test(test_joiner_admitted),
       cmocka_unit_test(test_joiner_withdrawn),
       cmocka_unit_test(test_dead_joiners_skipped),
+      cmocka_unit_test(test_joiner_dies_admitted),
+      cmocka_unit_test(test_joiner_dies_admitted_gloo),
       cmocka_unit_test(test_grow_keeps_backend),
       cmocka_unit_test(test_create_backends_differ),
   };
