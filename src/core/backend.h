@@ -54,6 +54,11 @@ struct Capabilities {
   // The backend's waits warn every GANG_WAIT_WARN_S themselves, naming the
   // ranks they wait for; the core's watchdog then says nothing.
   bool warns_while_waiting = false;
+  // The backend reads or writes its store (BackendConfig::store) after its
+  // creation returned. Without it, the keys it wrote there are forgotten
+  // once every rank has made its backend, so a long job's store holds no
+  // history of its gangs' rendezvous.
+  bool uses_store_later = true;
 };
 
 // Which tag space an operation travels in: the user's collectives, the

@@ -6,6 +6,7 @@
 #include "core/control_channel.h"
 #include "core/executor.h"
 #include "core/flight_recorder.h"
+#include "core/forget.h"
 #include "core/log.h"
 #include "core/validate.h"
 #include "core/watchdog.h"
@@ -417,6 +418,15 @@ void Gang::shutdown() {
       } catch (...) {
         // Teardown is best effort; the gang is going away either way.
       }
+    }
+    // This rank's record of who it was (liveness.h) is nobody's business
+    // once it left the gang.
+    if (published_) {
+      std::vector<std::string> keys = {str_cat(store_prefix_, "who/", rank_)};
+      if (rank_ == 0) {
+        for (std::string& k : meet_keys()) keys.push_back(std::move(k));
+      }
+      forget(store_, std::move(keys));
     }
   });
 }

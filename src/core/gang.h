@@ -281,7 +281,10 @@ class Gang : public std::enable_shared_from_this<Gang> {
   void check_fence(store::Store& s);
   // Rank 0 of the new gang: forgets shrink `id`'s rounds and this gang's
   // records of its ranks (forget.h).
-  void forget_shrink(uint64_t id, int rounds);
+  void forget_shrink(uint64_t id, int rounds, const std::vector<int>& members);
+  // The keys of gang "<name>"'s rendezvous that are nobody's once it met
+  // (a gang of a membership change: nobody creates its name again).
+  std::vector<std::string> meet_keys() const;
   // Rank 0 of a grow: "" when the joiner with ticket t may come in, else
   // why not ("skipped: ..." or "refused: ..."). `wants`: "<backend>/<device>".
   // *who gets the joiner's liveness record, as it said it.
@@ -319,12 +322,20 @@ class Gang : public std::enable_shared_from_this<Gang> {
   std::vector<int> host_of_;  // per rank, its host's number (BackendConfig)
   std::shared_ptr<store::Store> store_;
   std::string store_prefix_;  // gang/<name>/<generation>/
+  bool published_ = false;    // its who/<rank> record is in the store
   std::string secret_;        // BackendConfig::secret; splits derive theirs
   uint64_t splits_ = 0;       // sub-gangs made so far; the same on every rank
   uint64_t shrinks_ = 0;      // gang_shrink calls so far, as splits_
   // Membership changes behind this gang: 0 for a gang made by creation or
   // split, n for "<base>/shrink<n>" and "<base>/grow<n>" (membership.cc).
   uint64_t lineage_ = 0;
+  // Where a gang made by gang_create (and so by gang_grow and gang_join)
+  // met: "gang/<name>/", whose counters (generations, open, joined) a gang
+  // of a membership change's name no longer needs once it met.
+  std::string meet_base_;
+  // The store prefix of the gang whose shrink's fence (for the ranks left
+  // out) is still kept in this lineage; the next shrink forgets it.
+  std::string fence_kept_;
 
   // Issuing.
   std::unique_ptr<Executor> executor_;

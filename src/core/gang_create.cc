@@ -15,6 +15,7 @@
 #include "core/registry.h"
 #include "core/rendezvous.h"
 #include "core/two_level.h"
+#include "store/recording_store.h"
 #include "store/store.h"
 #include "topology/host.h"
 
@@ -174,6 +175,7 @@ std::shared_ptr<Gang> Gang::create(const GangOptions& o) {
   cfg.store = store::with_prefix(store, s.store_prefix + "backend/", r.timeout);
   const std::string prefix = s.store_prefix;
   auto g = make(std::move(s));
+  g->meet_base_ = str_cat("gang/", meet, "/");
   if (r.rank == 0) {
     // Past the creation's barrier every rank has read the rendezvous (and
     // the secret, which is better gone from the store).
@@ -248,6 +250,13 @@ std::shared_ptr<Gang> Gang::make(Setup s) {
         s.rank, s.size);
   }
   s.config.name = s.name;
+  // What the backend writes to its store, to forget once every rank made
+  // its backend (when the backend is done with the store by then).
+  std::shared_ptr<store::RecordingStore> backend_keys;
+  if (s.config.store && !s.made) {
+    backend_keys = std::make_shared<store::RecordingStore>(s.config.store);
+    s.config.store = backend_keys;
+  }
   g->backend_ = s.made ? std::move(s.made) : s.backend.create(s.config);
   g->caps_ = &g->backend_->capabilities();
   // A device backend asked for -1 says which device it chose.
@@ -279,12 +288,17 @@ std::shared_ptr<Gang> Gang::make(Setup s) {
     // there once the gang is.
     publish_self(*s.store, s.store_prefix, s.rank);
     keep_beating(s.store);
+    g->published_ = true;
   }
   if (s.size > 1 && !g->caps_->emulates_peers) {
     // Nobody leaves the rendezvous before everybody is done with the store,
     // so rank 0 may tear the store server down as soon as it wants.
     g->control_->barrier(std::min(s.config.deadline,
                                   deadline_after(g->timeout())));
+  }
+  if (backend_keys && !g->caps_->uses_store_later) {
+    // Past the barrier every rank has made its backend.
+    forget(backend_keys->inner(), backend_keys->written());
   }
   if (noticed) g->start_watch();
   GANG_LOG(kInfo, "created gang \"", g->name_, "\" rank ", g->rank_, " of ",

@@ -108,6 +108,8 @@ bool parse_who(const std::string& text, Who* who) {
   return who->pid > 0;
 }
 
+std::string beat_key(const Who& who) { return kBeatPrefix + who.token; }
+
 bool ended_here(const Who& who) {
   return who.scope == scope() && base::process_ended(who.pid);
 }

@@ -47,6 +47,8 @@ struct Who {
 };
 // False when `text` is no record.
 bool parse_who(const std::string& text, Who* who);
+// The key of its heartbeat: gang/alive/<token>.
+std::string beat_key(const Who& who);
 // Whether the process `who` names is seen from here to have ended: it
 // shares this process's scope, and has.
 bool ended_here(const Who& who);

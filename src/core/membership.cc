@@ -348,10 +348,11 @@ std::shared_ptr<Gang> Gang::shrink(Millis timeout) {
     try {
       auto child = make_child(std::move(setup));
       child->lineage_ = lineage_ + 1;
+      child->fence_kept_ = store_prefix_;
       // Every member has read the outcome and met: the rounds' keys, and
       // this gang's records of who its ranks were, are nobody's now (the
-      // fence stays, for ranks left out).
-      if (child->rank() == 0) forget_shrink(id, rounds);
+      // fence stays, for ranks left out, until the next shrink).
+      if (child->rank() == 0) forget_shrink(id, rounds, members);
       GANG_LOG(kInfo, "gang \"", name_, "\" shrank to \"", child->name(),
                "\": ", members.size(), " of ", size_, " ranks (lost: ",
                lost.empty() ? "none" : lost, ") in ",
@@ -425,7 +426,7 @@ void Gang::check_fence(store::Store& s) {
   fail(Status::kAborted, kApi, ": ", excluded_text(members, text.substr(space + 1)));
 }
 
-void Gang::forget_shrink(uint64_t id, int rounds) {
+void Gang::forget_shrink(uint64_t id, int rounds, const std::vector<int>& members) {
   std::vector<std::string> keys;
   for (int round = 0; round < rounds; ++round) {
     const std::string p = str_cat(store_prefix_, "shrink", id, "/", round, "/");
@@ -433,9 +434,31 @@ void Gang::forget_shrink(uint64_t id, int rounds) {
     for (int r = 0; r < size_; ++r) keys.push_back(str_cat(p, "here/", r));
   }
   for (int r = 0; r < size_; ++r) {
+    if (!std::binary_search(members.begin(), members.end(), r)) {
+      // A rank left out is known failed: its process's heartbeat goes too
+      // (a stopped one that comes back beats anew).
+      try {
+        Who who;
+        if (parse_who(read_text(*store_, str_cat(store_prefix_, "who/", r), Millis(1)), &who)) {
+          keys.push_back(beat_key(who));
+        }
+      } catch (const Error&) {
+        // The store is failing: what is left stays.
+      }
+    }
     for (const char* k : {"who/", "dead/", "failed/"}) keys.push_back(str_cat(store_prefix_, k, r));
   }
+  // The fence of the shrink before this one.
+  if (!fence_kept_.empty()) {
+    for (const char* k : {"fence", "fenced"}) keys.push_back(fence_kept_ + k);
+  }
+  for (std::string& k : meet_keys()) keys.push_back(std::move(k));
   forget(store_, std::move(keys), {{store_prefix_ + "failures", store_prefix_ + "failure/"}});
+}
+
+std::vector<std::string> Gang::meet_keys() const {
+  if (lineage_ == 0 || meet_base_.empty()) return {};
+  return {meet_base_ + "generations", meet_base_ + "open", meet_base_ + "joined"};
 }
 
 std::string Gang::excluded_text(const std::vector<int>& members,
@@ -548,6 +571,9 @@ std::shared_ptr<Gang> Gang::grow(Millis timeout) {
         } else {
           GANG_LOG(kWarn, "gang \"", name_, "\": ", api, " ", no);
           s.set(str_cat(jp, "ticket/", t), as_bytes(no));
+          if (who.pid > 0 && ended_here(who)) {
+            forget(store_, {beat_key(who), str_cat(jp, "asks/", t), str_cat(jp, "claim/", t)});
+          }
         }
       }
       admitted = static_cast<int64_t>(won.size());
@@ -557,7 +583,9 @@ std::shared_ptr<Gang> Gang::grow(Millis timeout) {
     control_->broadcast(&admitted, 1, DType::kInt64, 0, deadline);
   });
   std::shared_ptr<Gang> grown;
+  int attempts = 0;  // that lost a rank
   for (int attempt = 0; admitted > 0; ++attempt) {
+    attempts = attempt;
     GangOptions o;
     o.backend = asked_backend_;
     o.device_type = device_type_;
@@ -600,6 +628,8 @@ std::shared_ptr<Gang> Gang::grow(Millis timeout) {
                  won[j], " (pid ", whos[j].pid, "), which was lost after it was admitted: ",
                  e.what());
         s.set(str_cat(jp, "ticket/", won[j]), as_bytes("skipped: lost after it was admitted"));
+        forget(store_, {beat_key(whos[j]), str_cat(jp, "asks/", won[j]),
+                        str_cat(jp, "claim/", won[j])});
         won.erase(won.begin() + static_cast<std::ptrdiff_t>(j));
         whos.erase(whos.begin() + static_cast<std::ptrdiff_t>(j));
         admitted = static_cast<int64_t>(won.size());
@@ -612,11 +642,21 @@ std::shared_ptr<Gang> Gang::grow(Millis timeout) {
   }
   if (admitted == 0) return nullptr;
   grown->lineage_ = lineage_ + 1;
+  grown->fence_kept_ = fence_kept_;
   if (rank_ == 0) {
-    // The admitted joiners are in: their tickets are nobody's now.
+    // The admitted joiners are in: their tickets are nobody's now; nor are
+    // the meeting places of attempts that lost a rank.
     std::vector<std::string> keys;
     for (int64_t t : won) {
       for (const char* k : {"claim/", "asks/", "ticket/"}) keys.push_back(str_cat(jp, k, t));
+    }
+    for (int a = 0; a < attempts; ++a) {
+      const std::string b = a == 0 ? str_cat("gang/", new_name, "/")
+                                   : str_cat("gang/", new_name, "#", a, "/");
+      for (const char* k : {"generations", "open", "joined", "1/go"}) keys.push_back(b + k);
+      for (int r = 1; r < size_ + static_cast<int>(admitted) + attempts; ++r) {
+        keys.push_back(str_cat(b, "1/hello/", r));
+      }
     }
     forget(store_, std::move(keys));
   }

@@ -6,8 +6,9 @@
  * new gang has its listening port and 4 to 7 peers connected, not 15; an
  * 8-byte all-reduce (a ring above 8 ranks) and another barrier need no
  * others; an all-to-all then connects all 15. Connections are counted as
- * the socket descriptors of the process, between barriers (a rank that ran
- * ahead into the all-to-all would connect to a rank still counting).
+ * the socket descriptors of the process that are not connections to the
+ * store, between barriers (a rank that ran ahead into the all-to-all would
+ * connect to a rank still counting).
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -28,6 +29,28 @@
 
 #define RANKS 16
 
+static int g_store_port;
+
+/* Whether socket `inode` is a connection to the store (the store client
+ * keeps a pool of them, which threads of gang's own grow and shrink). */
+static int to_store(unsigned long inode) {
+  FILE* f = fopen("/proc/net/tcp", "r");
+  char line[512];
+  int found = 0;
+  if (f == NULL) return 0;
+  while (!found && fgets(line, sizeof line, f) != NULL) {
+    unsigned local_port, remote_port;
+    unsigned long ino;
+    if (sscanf(line, " %*d: %*x:%x %*x:%x %*x %*x:%*x %*x:%*x %*x %*u %*d %lu", &local_port,
+               &remote_port, &ino) == 3) {
+      found = ino == inode && (int)remote_port == g_store_port;
+    }
+  }
+  fclose(f);
+  return found;
+}
+
+/* The process's sockets, less its connections to the store. */
 static int sockets(void) {
   DIR* d = opendir("/proc/self/fd");
   struct dirent* e;
@@ -35,12 +58,13 @@ static int sockets(void) {
   if (d == NULL) return -1;
   while ((e = readdir(d)) != NULL) {
     char path[300], target[64];
+    unsigned long inode;
     ssize_t len;
     snprintf(path, sizeof path, "/proc/self/fd/%s", e->d_name);
     len = readlink(path, target, sizeof target - 1);
     if (len > 0) {
       target[len] = '\0';
-      n += strncmp(target, "socket:", 7) == 0;
+      if (sscanf(target, "socket:[%lu]", &inode) == 1 && !to_store(inode)) ++n;
     }
   }
   closedir(d);
@@ -56,6 +80,7 @@ static int proc_rank(int rank, int size, const char* url, void* arg) {
   int before, created, after_ops, after_all;
   int i;
   (void)arg;
+  g_store_port = atoi(strrchr(url, ':') + 1);
   CHECK_OK(gang_store_create(url, 0, 60000, &store));
   gang_options_init(&o);
   o.backend = "gloo";

@@ -14,6 +14,7 @@ class FakeBackend final : public core::Backend {
   explicit FakeBackend(const core::BackendConfig& c)
       : rank_(c.rank), size_(c.size) {
     caps_.emulates_peers = true;
+    caps_.uses_store_later = false;
   }
 
   const char* name() const override { return "fake"; }

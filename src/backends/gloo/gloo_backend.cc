@@ -29,7 +29,9 @@ GlooBackend::GlooBackend(const core::BackendConfig& config,
       device_(std::move(device)),
       context_(std::move(context)),
       waits_(std::make_shared<Waits>()),
-      algorithm_(algorithm) {}
+      algorithm_(algorithm) {
+  caps_.uses_store_later = false;  // the addresses are read at creation
+}
 
 GlooBackend::~GlooBackend() = default;
 

@@ -34,6 +34,7 @@ ShmBackend::ShmBackend(const core::BackendConfig& config,
     p2p_ = make_p2p_engine(segment_, waiter_, rank_);
   }
   caps_.warns_while_waiting = true;  // shm_wait.cc, naming the ranks
+  caps_.uses_store_later = false;     // the segment is found at creation
   channels_[channel_index(core::Channel::kFingerprint)].broadcasts_meet = true;
   channels_[channel_index(core::Channel::kControl)].broadcasts_meet = true;
 }
