@@ -8,6 +8,12 @@
 // named point the process does <what>: "kill" (the default: SIGKILL
 // itself), "stop" (SIGSTOP itself; another process continues it) or
 // "sleep=<ms>".
+//
+// The points (membership.cc): shrink.arrive, shrink.decide, shrink.propose
+// and shrink.commit, the steps of a shrink round; grow.decided, a member
+// once its gang_grow admitted someone, before the grown gang meets;
+// join.ticket, join.asked and join.admitted, a joiner after taking its
+// ticket, after saying what it asks for, and after reading its place.
 #pragma once
 
 namespace gang::core {

@@ -582,6 +582,7 @@ std::shared_ptr<Gang> Gang::grow(Millis timeout) {
     }
     control_->broadcast(&admitted, 1, DType::kInt64, 0, deadline);
   });
+  if (admitted > 0) fault_point("grow.decided");
   std::shared_ptr<Gang> grown;
   int attempts = 0;  // that lost a rank
   for (int attempt = 0; admitted > 0; ++attempt) {
