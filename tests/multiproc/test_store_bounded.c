@@ -8,7 +8,8 @@
  * backends' own keys, the dead processes' heartbeats.
  *
  * The store is a file store (one file per key), so its keys are counted
- * and, when they grew, named.
+ * and, when they grew, named. The members' descriptors and threads are
+ * counted too, and stay bounded.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -39,6 +40,8 @@
 #define S_GROWN 2     /* members that grew, summed over cycles */
 #define S_COUNTED 3   /* the cycle whose keys rank 0 counted */
 #define S_KEYS 8      /* S_KEYS + i: the keys counted at sample i */
+#define S_FDS 16      /* S_FDS + 2 * rank + i: a member's descriptors at sample i */
+#define S_THREADS 32  /* S_THREADS + 2 * rank + i: its threads at sample i */
 
 static const char* g_backend = NULL;
 static char g_dir[64];
@@ -88,6 +91,17 @@ static int wait_at_least(int slot, int64_t value) {
   return 0;
 }
 
+/* The entries of a /proc/self directory. */
+static int entries(const char* dir) {
+  DIR* d = opendir(dir);
+  struct dirent* e;
+  int n = 0;
+  if (d == NULL) return -1;
+  while ((e = readdir(d)) != NULL) n += e->d_name[0] != '.';
+  closedir(d);
+  return n;
+}
+
 /* Counts the keys once the forgetting of the last change is done (it runs
  * on a thread of its own): the count after it stood still for 300 ms. */
 static int settled_keys(void) {
@@ -134,8 +148,15 @@ static int member(int rank) {
       }
       gang_test_shared_ints()[S_COUNTED] = c;
     }
-    /* Rank 3 dies only once its keys are counted. */
-    if (c == EARLY || c == CYCLES) CHECK(wait_at_least(S_COUNTED, c) == 0, "never counted");
+    /* Rank 3 dies only once its keys are counted; by then the change's
+     * own threads are done, and every member counts its descriptors and
+     * threads. */
+    if (c == EARLY || c == CYCLES) {
+      const int i = c == EARLY ? 0 : 1;
+      CHECK(wait_at_least(S_COUNTED, c) == 0, "never counted");
+      gang_test_shared_ints()[S_FDS + 2 * rank + i] = entries("/proc/self/fd");
+      gang_test_shared_ints()[S_THREADS + 2 * rank + i] = entries("/proc/self/task");
+    }
   }
   /* The last rank 3 is killed by its spawner: no collective with it. */
   return 0;
@@ -225,6 +246,18 @@ static void run(const char* backend) {
   unsetenv("GANG_FAILURE_DETECT_MS");
   assert_true(early > 0);
   assert_true(late <= early);
+  /* A member's descriptors and threads: the store client's idle pool and
+   * the threads forgetting keys come and go, by a few. */
+  for (int r = 0; r < MEMBERS; ++r) {
+    const int64_t* fds = (const int64_t*)&gang_test_shared_ints()[S_FDS + 2 * r];
+    const int64_t* threads = (const int64_t*)&gang_test_shared_ints()[S_THREADS + 2 * r];
+    printf("rank %d: %lld descriptors and %lld threads after cycle %d, %lld and %lld after "
+           "cycle %d\n", r, (long long)fds[0], (long long)threads[0], EARLY, (long long)fds[1],
+           (long long)threads[1], CYCLES);
+    assert_true(fds[0] > 0 && threads[0] > 0);
+    assert_true(fds[1] <= fds[0] + 2);
+    assert_true(threads[1] <= threads[0] + 2);
+  }
 }
 
 static void test_gloo(void** s) {
