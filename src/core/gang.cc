@@ -420,8 +420,10 @@ void Gang::shutdown() {
       }
     }
     // This rank's record of who it was (liveness.h) is nobody's business
-    // once it left the gang.
-    if (published_) {
+    // once it left a gang that ended well (a failed gang's records are its
+    // survivors' to forget, as they shrink; and a process ending on a
+    // failure, Ctrl-C, starts no thread on its way out).
+    if (published_ && failed_.load() == 0) {
       std::vector<std::string> keys = {str_cat(store_prefix_, "who/", rank_)};
       if (rank_ == 0) {
         for (std::string& k : meet_keys()) keys.push_back(std::move(k));

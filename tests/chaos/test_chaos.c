@@ -1,8 +1,9 @@
 /*
  * test_chaos.c - the fault-schedule test: seeded schedules of faults on
- * 4-8 real ranks over gloo, shm and two levels, each followed by the
- * recovery a training job makes (gang_shrink, then gang_grow admitting
- * joiners), with invariants checked after every schedule.
+ * 4-16 real ranks (up to --max-ranks, 6 by default) over gloo, shm and two
+ * levels, each followed by the recovery a training job makes (gang_shrink,
+ * then gang_grow admitting joiners), with invariants checked after every
+ * schedule.
  *
  *   test_chaos [--schedules N] [--seed S] [--max-ranks M]
  *
@@ -44,7 +45,7 @@
 #define GANG_TIMEOUT_MS 5000
 #define SHRINK_TIMEOUT_MS 8000
 #define SLACK_MS 1000
-#define MAX_MEMBERS 8
+#define MAX_MEMBERS 16
 #define MAX_JOINERS 2
 
 /* Shared slots. */
