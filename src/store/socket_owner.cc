@@ -1,6 +1,7 @@
 #include "store/socket_owner.h"
 
 #include <arpa/inet.h>
+#include <ifaddrs.h>
 #include <linux/inet_diag.h>
 #include <linux/netlink.h>
 #include <linux/sock_diag.h>
@@ -28,10 +29,6 @@ namespace {
 
 using base::UniqueFd;
 using base::errno_text;
-
-// The kernel's number for an established TCP socket, in sock_diag replies
-// and /proc/net/tcp's st column alike.
-constexpr int kEstablished = 1;
 
 // One end of a connection: an IPv4 address (4 bytes, an IPv4-mapped IPv6
 // address folded back to its IPv4 form) or an IPv6 one (16).
@@ -100,18 +97,18 @@ SocketOwner not_local() {
   return o;
 }
 
-// A socket that is not (or no longer) established does not vouch for
-// anyone: a peer that closed at once leaves a lingering socket the kernel
-// reports as owned by uid 0, and so is one still being accepted.
-SocketOwner found(int state, uid_t uid) {
-  if (state != kEstablished) {
-    SocketOwner o;
-    o.kind = SocketOwner::kNotEstablished;
-    o.why =
-        str_cat("the peer's socket is in TCP state ", state, ", not connected");
+// The kernel reports the owner of a socket a process holds (one with an
+// inode), in whatever TCP state: a peer that shut its side down (FIN_WAIT)
+// still holds its socket. One held by no process (inode 0: closed and
+// lingering, or not yet accepted) is reported as root's, which proves
+// nothing.
+SocketOwner found(int state, uid_t uid, unsigned long inode) {
+  SocketOwner o;
+  if (inode == 0) {
+    o.kind = SocketOwner::kUnowned;
+    o.why = str_cat("the peer's socket (TCP state ", state, ") is held by no process");
     return o;
   }
-  SocketOwner o;
   o.kind = SocketOwner::kFound;
   o.uid = uid;
   return o;
@@ -141,24 +138,27 @@ void mapped(const uint8_t v4[4], uint8_t out[16]) {
 }
 
 // Looks for the line of `file` whose local address is `local` and remote
-// address `remote`: 1 found (*state, *uid set), 0 not there, -1 unreadable.
+// address `remote`: 1 found (*state, *uid, *inode set), 0 not there, -1
+// unreadable.
 int scan_proc(const char* file, const std::string& local,
-              const std::string& remote, int* state, uid_t* uid) {
+              const std::string& remote, int* state, uid_t* uid, unsigned long* inode) {
   std::ifstream in(file);
   if (!in) return -1;
   std::string line;
   std::getline(in, line);  // the header
   while (std::getline(in, line)) {
     std::istringstream fields(line);
-    std::string sl, loc, rem, st, queues, timer, retransmits;
+    std::string sl, loc, rem, st, queues, timer, retransmits, timeout;
     unsigned long owner = 0;
+    unsigned long ino = 0;
     if (!(fields >> sl >> loc >> rem >> st >> queues >> timer >> retransmits >>
-          owner)) {
+          owner >> timeout >> ino)) {
       continue;
     }
     if (loc != local || rem != remote) continue;
     *state = static_cast<int>(std::strtol(st.c_str(), nullptr, 16));
     *uid = static_cast<uid_t>(owner);
+    *inode = ino;
     return 1;
   }
   return 0;
@@ -233,7 +233,7 @@ SocketOwner peer_owner_by_netlink(int fd) {
     // An exact lookup may fall back to a listener on the peer's port; only
     // the connected socket itself counts.
     if (m->id.idiag_dport != htons(ours.port)) return not_local();
-    return found(m->idiag_state, static_cast<uid_t>(m->idiag_uid));
+    return found(m->idiag_state, static_cast<uid_t>(m->idiag_uid), m->idiag_inode);
   }
   return unknown("sock_diag: an empty reply");
 }
@@ -245,26 +245,27 @@ SocketOwner peer_owner_by_proc(int fd) {
   if (!ends(fd, &ours, &peer, &why)) return unknown(why);
   int state = 0;
   uid_t uid = 0;
+  unsigned long inode = 0;
   int readable = 0;
   int rc = -1;
   if (peer.family == AF_INET) {
     rc = scan_proc("/proc/net/tcp", proc_address(peer.addr, 4, peer.port),
-                   proc_address(ours.addr, 4, ours.port), &state, &uid);
+                   proc_address(ours.addr, 4, ours.port), &state, &uid, &inode);
     readable += rc >= 0;
-    if (rc == 1) return found(state, uid);
+    if (rc == 1) return found(state, uid, inode);
     // An IPv6 socket of the client's may hold the connection in mapped form.
     uint8_t p6[16];
     uint8_t o6[16];
     mapped(peer.addr, p6);
     mapped(ours.addr, o6);
     rc = scan_proc("/proc/net/tcp6", proc_address(p6, 16, peer.port),
-                   proc_address(o6, 16, ours.port), &state, &uid);
+                   proc_address(o6, 16, ours.port), &state, &uid, &inode);
   } else {
     rc = scan_proc("/proc/net/tcp6", proc_address(peer.addr, 16, peer.port),
-                   proc_address(ours.addr, 16, ours.port), &state, &uid);
+                   proc_address(ours.addr, 16, ours.port), &state, &uid, &inode);
   }
   readable += rc >= 0;
-  if (rc == 1) return found(state, uid);
+  if (rc == 1) return found(state, uid, inode);
   if (readable == 0) return unknown("cannot read /proc/net/tcp");
   return not_local();
 }
@@ -277,6 +278,36 @@ SocketOwner peer_owner(int fd) {
   SocketOwner p = peer_owner_by_proc(fd);
   if (p.kind == SocketOwner::kUnknown) p.why = o.why + "; " + p.why;
   return p;
+}
+
+bool is_this_host(const sockaddr_storage& peer) {
+  Endpoint p;
+  if (!endpoint(peer, &p)) return false;
+  if (p.family == AF_INET && p.addr[0] == 127) return true;
+  if (p.family == AF_INET6) {
+    in6_addr a;
+    std::memcpy(&a, p.addr, 16);
+    if (IN6_IS_ADDR_LOOPBACK(&a)) return true;
+  }
+  ifaddrs* all = nullptr;
+  // Without the list, a peer counts as this host's: asked, and refused
+  // when it cannot be told.
+  if (::getifaddrs(&all) != 0) return true;
+  bool mine = false;
+  for (const ifaddrs* i = all; i != nullptr && !mine; i = i->ifa_next) {
+    if (i->ifa_addr == nullptr) continue;
+    sockaddr_storage ss{};
+    const size_t n = i->ifa_addr->sa_family == AF_INET    ? sizeof(sockaddr_in)
+                     : i->ifa_addr->sa_family == AF_INET6 ? sizeof(sockaddr_in6)
+                                                          : 0;
+    if (n == 0) continue;
+    std::memcpy(&ss, i->ifa_addr, n);
+    Endpoint e;
+    mine = endpoint(ss, &e) && e.family == p.family &&
+           std::memcmp(e.addr, p.addr, p.family == AF_INET ? 4 : 16) == 0;
+  }
+  ::freeifaddrs(all);
+  return mine;
 }
 
 std::string user_name(uid_t uid) {

@@ -11,6 +11,7 @@
 // only, which is where every local peer of a loopback address lives.
 #pragma once
 
+#include <sys/socket.h>
 #include <sys/types.h>
 
 #include <string>
@@ -19,12 +20,15 @@ namespace gang::store {
 
 struct SocketOwner {
   enum Kind {
-    kFound,           // uid is the owner of the peer's socket
-    kNotLocal,        // no socket of this host is the peer: another machine (or
-                      // another network namespace)
-    kNotEstablished,  // the peer's socket is not (yet, or any more)
-                      // connected, so its owner proves nothing; `why`
-    kUnknown,         // the kernel could not be asked; `why` says what failed
+    kFound,     // uid is the owner of the peer's socket, a socket a process
+                // holds, whatever its TCP state (a peer that shut its side
+                // down still holds it)
+    kNotLocal,  // no socket of this host is the peer: another machine (or
+                // another network namespace)
+    kUnowned,   // the peer's socket is held by no process (closed and
+                // lingering, or not yet accepted), so the kernel's owner for
+                // it (root) proves nothing; `why`
+    kUnknown,   // the kernel could not be asked; `why` says what failed
   } kind = kUnknown;
   uid_t uid = 0;
   std::string why;
@@ -37,6 +41,12 @@ SocketOwner peer_owner(int fd);
 // unavailable answers kUnknown.
 SocketOwner peer_owner_by_netlink(int fd);
 SocketOwner peer_owner_by_proc(int fd);
+
+// Whether `peer` (an accepted connection's remote address) is an address
+// of this host: a loopback address, or one of this network namespace's
+// interfaces. A peer of this host is asked for its user, and refused when
+// it cannot be told (fail closed); only another machine goes by the token.
+bool is_this_host(const sockaddr_storage& peer);
 
 // A user's name for messages: "root (uid 0)", or "uid 1234" when it has
 // none.

@@ -72,7 +72,7 @@ void TcpStore::check_server_user() {
   SocketOwner owner = peer_owner(fd.get());
   // The server's end may still be on its way to being accepted: a moment
   // later it is connected.
-  for (int i = 0; i < 10 && owner.kind == SocketOwner::kNotEstablished; ++i) {
+  for (int i = 0; i < 10 && owner.kind == SocketOwner::kUnowned; ++i) {
     std::this_thread::sleep_for(Millis(1));
     owner = peer_owner(fd.get());
   }

@@ -247,19 +247,6 @@ bool is_loopback(const std::string& address) {
          address.rfind("::ffff:127.", 0) == 0;
 }
 
-bool is_loopback_peer(const sockaddr_storage& addr) {
-  if (addr.ss_family == AF_INET) {
-    const auto* a = reinterpret_cast<const sockaddr_in*>(&addr);
-    return (ntohl(a->sin_addr.s_addr) >> 24) == 127;
-  }
-  if (addr.ss_family == AF_INET6) {
-    const in6_addr& a = reinterpret_cast<const sockaddr_in6*>(&addr)->sin6_addr;
-    return IN6_IS_ADDR_LOOPBACK(&a) ||
-           (IN6_IS_ADDR_V4MAPPED(&a) && a.s6_addr[12] == 127);
-  }
-  return false;
-}
-
 // The server's view of a stored value: its bytes and their share of the
 // budget, given back when the last holder (the store, a reply being sent)
 // lets go.
@@ -695,12 +682,13 @@ void TcpStoreServer::Loop::check_user(Connection& c,
       }
       break;
     case SocketOwner::kNotLocal:
-    case SocketOwner::kNotEstablished:
+    case SocketOwner::kUnowned:
     case SocketOwner::kUnknown:
       // Another machine cannot be asked; a server that other machines can
-      // reach without a token said so when it started. A loopback peer is
-      // on this machine, and one that cannot be told is refused.
-      if (!is_loopback_peer(addr)) return;
+      // reach without a token said so when it started. A peer at an
+      // address of this host (loopback or not) is on this machine, and one
+      // whose user cannot be told is refused: the check fails closed.
+      if (!is_this_host(addr)) return;
       why = owner.kind == SocketOwner::kNotLocal
                 ? "the kernel knows no socket of this host at its address"
                 : owner.why;

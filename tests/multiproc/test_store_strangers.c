@@ -26,6 +26,10 @@
  *                       before the ranks connect: the job is made and
  *                       all-reduces right, and rank 0's log has a few
  *                       lines about them, not hundreds
+ *   half_closed_stranger  nobody connects to a non-loopback address of the
+ *   closed_stranger     host, sends a set and a get, and half-closes (or
+ *                       closes) before the server looks: refused, the set
+ *                       not done, the secret not read
  *
  * The tests that need another user exit 77 unless run as root.
  */
@@ -43,6 +47,8 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/time.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <arpa/inet.h>
@@ -437,6 +443,110 @@ static void test_idle_token(void** state) {
   run(&p);
 }
 
+/* ---- the owner check fails closed ---------------------------------------
+ *
+ * A tokenless store serving on every interface; another user of the host
+ * connects to a non-loopback address of the host (a second address on
+ * lo), sends a set and a get, and half-closes (shutdown SHUT_WR) or closes
+ * at once, before the server looks at it: its socket is then not
+ * connected, which once let it pass as another machine's. It must be
+ * refused: the set never happens, and the get reads nothing. */
+
+#define STRANGER_ADDR "10.213.7.1"
+
+/* A request frame (tcp_protocol.h): magic, version, op, key length, value
+ * length, key, value. */
+static size_t frame(unsigned char* out, int op, const char* key, const char* value) {
+  const uint32_t k = (uint32_t)strlen(key);
+  const uint64_t v = value ? strlen(value) : 0;
+  size_t n = 0;
+  out[n++] = 'g';
+  out[n++] = 'S';
+  out[n++] = 1;
+  out[n++] = (unsigned char)op;
+  for (int i = 0; i < 4; ++i) out[n++] = (unsigned char)(k >> (8 * i));
+  for (int i = 0; i < 8; ++i) out[n++] = (unsigned char)(v >> (8 * i));
+  memcpy(out + n, key, k);
+  n += k;
+  if (v) memcpy(out + n, value, v);
+  return n + v;
+}
+
+/* The stranger, as nobody: 0 when it learned nothing. */
+static int stranger(int port, int close_at_once) {
+  unsigned char req[256], got[4096];
+  struct sockaddr_in addr;
+  size_t n = 0, have = 0;
+  ssize_t r;
+  int fd;
+  if (become_nobody() != 0) return 1;
+  fd = socket(AF_INET, SOCK_STREAM, 0);
+  CHECK(fd >= 0, "socket: %s", strerror(errno));
+  memset(&addr, 0, sizeof addr);
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons((uint16_t)port);
+  inet_pton(AF_INET, STRANGER_ADDR, &addr.sin_addr);
+  CHECK(connect(fd, (struct sockaddr*)&addr, sizeof addr) == 0, "connect: %s", strerror(errno));
+  n += frame(req + n, 1, "planted", "by-a-stranger");
+  n += frame(req + n, 2, "secret", NULL);
+  CHECK(write(fd, req, n) == (ssize_t)n, "write: %s", strerror(errno));
+  if (close_at_once) {
+    close(fd);
+    return 0;
+  }
+  shutdown(fd, SHUT_WR);
+  {
+    struct timeval tv = {3, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  }
+  while (have < sizeof got && (r = read(fd, got + have, sizeof got - have)) > 0) have += (size_t)r;
+  close(fd);
+  CHECK(memmem(got, have, "s3cr3t", 6) == NULL, "the stranger read the secret back");
+  return 0;
+}
+
+static void stranger_on_another_address(int close_at_once) {
+  gang_store_t* server = NULL;
+  void* v = NULL;
+  size_t vn = 0;
+  char cmd[128];
+  int port, status = 0;
+  pid_t pid;
+  need_root();
+  begin();
+  if (system("ip addr add " STRANGER_ADDR "/32 dev lo 2>/dev/null || "
+             "ip addr show dev lo | grep -q " STRANGER_ADDR) != 0) {
+    snprintf(g_skip_reason, sizeof g_skip_reason,
+             "cannot add the address " STRANGER_ADDR " to lo (ip addr add)");
+    ++g_skipped;
+    skip();
+  }
+  assert_int_equal(gang_store_create("tcp://0.0.0.0:0", 1, 2000, &server), GANG_OK);
+  port = gang_store_port(server);
+  assert_int_equal(gang_store_set(server, "secret", "s3cr3t", 6), GANG_OK);
+  pid = fork();
+  if (pid == 0) _exit(stranger(port, close_at_once));
+  assert_true(pid > 0);
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+  gang_test_sleep_ms(300); /* whatever the server was to do with it, done */
+  assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  assert_int_equal(gang_store_get(server, "planted", &v, &vn), GANG_ERR_TIMEOUT);
+  gang_free(v);
+  assert_int_equal(gang_store_destroy(server), GANG_OK);
+  snprintf(cmd, sizeof cmd, "ip addr del %s/32 dev lo 2>/dev/null", STRANGER_ADDR);
+  if (system(cmd) != 0) fprintf(stderr, "cannot remove %s from lo\n", STRANGER_ADDR);
+}
+
+static void test_half_closed_stranger(void** state) {
+  (void)state;
+  stranger_on_another_address(0);
+}
+
+static void test_closed_stranger(void** state) {
+  (void)state;
+  stranger_on_another_address(1);
+}
+
 int main(int argc, char** argv) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_other_user_refused),
@@ -447,6 +557,8 @@ int main(int argc, char** argv) {
       cmocka_unit_test(test_idle_same_user),
       cmocka_unit_test(test_idle_other_user),
       cmocka_unit_test(test_idle_token),
+      cmocka_unit_test(test_half_closed_stranger),
+      cmocka_unit_test(test_closed_stranger),
   };
   int rc;
   unsetenv("GANG_STORE_TOKEN");
