@@ -1,6 +1,8 @@
 #include "core/flight_recorder.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <chrono>
@@ -91,16 +93,44 @@ void FlightRecorder::ended(uint64_t id, Status status) {
   }
 }
 
-void FlightRecorder::dump(const std::string& why) const {
-  std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen(path_.c_str(), "a"),
-                                          std::fclose);
-  const size_t slash = path_.rfind('/');
-  if (!f && errno == ENOENT && slash != std::string::npos && slash > 0) {
-    // The directory is made by the first dump (gangrun names one per job).
-    ::mkdir(path_.substr(0, slash).c_str(), 0755);
-    f.reset(std::fopen(path_.c_str(), "a"));
+namespace {
+
+// The dump file, opened for appending without following a link, and only
+// if it is a regular file of this user; -1 with *why set otherwise.
+int open_dump(const std::string& path, std::string* why) {
+  const int flags = O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC;
+  int fd = ::open(path.c_str(), flags, 0600);
+  const size_t slash = path.rfind('/');
+  if (fd < 0 && errno == ENOENT && slash != std::string::npos && slash > 0) {
+    // The directory is made by the first dump, private to this user.
+    ::mkdir(path.substr(0, slash).c_str(), 0700);
+    fd = ::open(path.c_str(), flags, 0600);
   }
-  if (!f) return;
+  if (fd < 0) {
+    *why = errno == ELOOP ? "it is a symbolic link, which a dump never follows"
+                          : base::errno_text(errno);
+    return -1;
+  }
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != ::geteuid()) {
+    *why = str_cat("it is not a regular file of this process's user (uid ", ::geteuid(), ")");
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+}  // namespace
+
+std::string FlightRecorder::dump(const std::string& why) const {
+  std::string not_written;
+  const int fd = open_dump(path_, &not_written);
+  if (fd < 0) return str_cat("did not write ", path_, ": ", not_written);
+  std::unique_ptr<FILE, int (*)(FILE*)> f(::fdopen(fd, "a"), std::fclose);
+  if (!f) {
+    ::close(fd);
+    return str_cat("did not write ", path_, ": ", base::errno_text(errno));
+  }
   const auto now = Clock::now();
   auto ms = [](Clock::duration d) {
     return static_cast<long long>(
@@ -126,6 +156,7 @@ void FlightRecorder::dump(const std::string& why) const {
         done ? std::to_string(ms(e.ended - e.issued)).c_str() : "-");
   }
   std::fprintf(f.get(), "\n");
+  return "";
 }
 
 }  // namespace gang::core

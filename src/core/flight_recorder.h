@@ -35,9 +35,12 @@ class FlightRecorder {
   void ended(uint64_t id, Status status);
 
   // Appends the recorded operations, oldest first, under a header naming the
-  // gang and why (its first error, or a request). Best effort: I/O errors
-  // are ignored.
-  void dump(const std::string& why) const;
+  // gang and why (its first error, or a request). Returns "" once written,
+  // else why not. It never follows a symbolic link at the path, and writes
+  // only to a regular file of this process's user (created 0600, its
+  // directory 0700 when missing): a file another user planted there is
+  // left alone.
+  std::string dump(const std::string& why) const;
 
   const std::string& path() const { return path_; }
 

@@ -363,9 +363,10 @@ void Gang::mark_failed(Status status, const std::string& message,
     backend_->abort();
     if (control_) control_->abort();
     if (recorder_) {
-      recorder_->dump(str_cat("failed: ", message));
-      GANG_LOG(kWarn, "gang \"", name_, "\" rank ", rank_,
-               ": recent operations written to ", recorder_->path());
+      const std::string not_written = recorder_->dump(str_cat("failed: ", message));
+      GANG_LOG(kWarn, "gang \"", name_, "\" rank ", rank_, ": ",
+               not_written.empty() ? "recent operations written to " + recorder_->path()
+                                   : "flight recorder " + not_written);
     }
   }
 }

@@ -88,10 +88,11 @@ class Watchdog {
   void dump_all() {
     for (const auto& w : live()) {
       if (!w->recorder) continue;
-      w->recorder->dump("dump requested (SIGURG)");
-      GANG_LOG(kWarn, "gang \"", w->gang, "\" rank ", w->rank,
-               ": recent operations written to ", w->recorder->path(),
-               " on request");
+      const std::string not_written = w->recorder->dump("dump requested (SIGURG)");
+      GANG_LOG(kWarn, "gang \"", w->gang, "\" rank ", w->rank, ": ",
+               not_written.empty()
+                   ? "recent operations written to " + w->recorder->path() + " on request"
+                   : "flight recorder " + not_written);
     }
   }
 

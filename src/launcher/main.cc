@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "base/private_dir.h"
 #include "base/unique_fd.h"
 #include "launcher/cluster.h"
 #include "launcher/options.h"
@@ -103,7 +104,19 @@ Outcome launch(const Options& o) {
   base::UniqueFd dev_null(::open("/dev/null", O_RDONLY | O_CLOEXEC));
   if (!dev_null.valid()) throw LaunchError("cannot open /dev/null");
   base.stdin_fd = dev_null.get();
-  if (o.tee) make_dirs(o.log_dir);
+  // The job's directory: the user's --log-dir, checked, else a fresh one
+  // of its own (nobody can guess, plant or own it).
+  std::string job_dir;
+  try {
+    if (!o.log_dir.empty()) {
+      base::make_private_dir(o.log_dir, "gangrun: --log-dir");
+      job_dir = o.log_dir;
+    } else {
+      job_dir = base::make_temp_dir(str_cat("gangrun-", ::getpid(), "-"), "gangrun");
+    }
+  } catch (const gang::Error& e) {
+    throw LaunchError(e.what());
+  }
 
   // The job's token: the user's, the same on every node, else (one node)
   // a fresh one. Several nodes cannot share a secret gangrun invents.
@@ -185,14 +198,11 @@ Outcome launch(const Options& o) {
   }
 
   // Every rank records its recent operations, for gang-trace: in the
-  // user's GANG_FLIGHT_RECORDER, else in a directory of this job's, made by
-  // the first dump (a failure, or SIGUSR2 to gangrun).
+  // user's GANG_FLIGHT_RECORDER, else in the job's directory (written by a
+  // failure, or SIGUSR2 to gangrun).
   const char* recorder = std::getenv("GANG_FLIGHT_RECORDER");
   if (recorder == nullptr || *recorder == '\0') {
-    const std::string dir = o.log_dir.empty()
-                                ? "/tmp/gangrun-" + std::to_string(::getpid())
-                                : o.log_dir;
-    job.flight_recorder = dir + "/flight-%r.txt";
+    job.flight_recorder = job_dir + "/flight-%r.txt";
   }
   const std::vector<std::string> env = current_environment();
   std::vector<SpawnSpec> specs;
@@ -212,6 +222,9 @@ Outcome launch(const Options& o) {
   Outcome outcome;
   outcome.exit_code = supervisor.run(specs);
   outcome.signal = supervisor.stop_signal();
+  // A job directory of gangrun's own that nothing was written to goes
+  // (rmdir leaves one with dumps in it).
+  if (o.log_dir.empty()) ::rmdir(job_dir.c_str());
   if (server && o.verbose) {
     const store::ServerStats st = server->stats();
     say("the store answered " + std::to_string(st.requests) +

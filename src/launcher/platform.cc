@@ -104,23 +104,6 @@ std::string find_program(const std::string& program) {
   throw LaunchError("program not found on PATH: " + program);
 }
 
-void make_dirs(const std::string& dir) {
-  if (dir.empty()) throw LaunchError("the log directory name is empty");
-  size_t pos = 0;
-  while (pos != std::string::npos) {
-    pos = dir.find('/', pos + 1);
-    const std::string part = dir.substr(0, pos);
-    if (::mkdir(part.c_str(), 0777) != 0 && errno != EEXIST) {
-      throw LaunchError("cannot create directory " + part + ": " +
-                        errno_text(errno));
-    }
-  }
-  struct stat st {};
-  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
-    throw LaunchError(dir + " is not a directory");
-  }
-}
-
 int millis_until(Clock::time_point t) {
   const auto now = Clock::now();
   if (t <= now) return 0;

@@ -35,9 +35,6 @@ std::string signal_name(int sig);
 // else the first executable match on PATH. Throws LaunchError if none.
 std::string find_program(const std::string& program);
 
-// Creates dir and its missing parents (like mkdir -p). Throws LaunchError.
-void make_dirs(const std::string& dir);
-
 // Milliseconds from now until t, rounded up and clamped to [0, INT_MAX] so
 // poll() never wakes before t and spins.
 int millis_until(Clock::time_point t);

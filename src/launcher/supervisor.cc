@@ -114,10 +114,15 @@ void Supervisor::spawn(const SpawnSpec& spec, int rank, int local_rank,
         (join == 0 ? "rank-" + std::to_string(rank)
                    : "join-" + std::to_string(join)) +
         ".log";
-    base::UniqueFd fd(
-        ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+    // The directory is the user's alone (main.cc); a link there is still
+    // never followed.
+    base::UniqueFd fd(::open(path.c_str(),
+                             O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600));
     if (!fd.valid()) {
-      throw LaunchError("cannot open " + path + ": " + errno_text(errno));
+      throw LaunchError("cannot open " + path + ": " +
+                        (errno == ELOOP ? std::string("it is a symbolic link, which gangrun "
+                                                      "never follows")
+                                        : errno_text(errno)));
     }
     tee = std::make_shared<Sink>(std::move(fd));
   }
