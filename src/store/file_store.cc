@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "base/error.h"
+#include "base/private_dir.h"
 #include "store/store_util.h"
 #include "base/unique_fd.h"
 
@@ -110,20 +111,6 @@ void nap(const Deadline& deadline, Millis* backoff) {
   *backoff = std::min(*backoff * 2, Millis(10));
 }
 
-void make_dirs(const std::string& dir) {
-  size_t pos = 0;
-  while (pos != std::string::npos) {
-    pos = dir.find('/', pos + 1);
-    const std::string part = dir.substr(0, pos);
-    if (::mkdir(part.c_str(), 0777) == 0) continue;
-    const int err = errno;
-    struct stat st {};
-    if (::stat(part.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) continue;
-    fail(Status::kSystem, "file store: cannot create directory ", part, ": ",
-         errno_text(err == EEXIST ? ENOTDIR : err));
-  }
-}
-
 void write_all(int fd, const uint8_t* data, size_t n, const std::string& path) {
   while (n > 0) {
     const ssize_t done = ::write(fd, data, n);
@@ -168,7 +155,10 @@ struct FileStore::Location {
 FileStore::FileStore(std::string dir, Millis timeout)
     : Store(timeout), dir_(std::move(dir)) {
   while (dir_.size() > 1 && dir_.back() == '/') dir_.pop_back();
-  make_dirs(dir_);
+  // The keys (the pair-authentication secret among them) are as private
+  // as the directory: one another user owns or may write to would let them
+  // read the job's secret, join it, or plant its files.
+  base::make_private_dir(dir_, "file store");
 }
 
 FileStore::Location FileStore::locate(const std::string& key) const {
@@ -191,7 +181,7 @@ FileStore::Location FileStore::locate(const std::string& key) const {
 
 bool FileStore::read(const std::string& key, Bytes* value) const {
   const Location loc = locate(key);
-  UniqueFd fd(::open(loc.path.c_str(), O_RDONLY | O_CLOEXEC));
+  UniqueFd fd(::open(loc.path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
   if (!fd.valid()) {
     if (errno == ENOENT) return false;
     fail(Status::kSystem, "file store: cannot open ", loc.path, ": ",
@@ -255,7 +245,7 @@ void FileStore::write(const std::string& key, const Bytes& value) const {
   const Location loc = locate(key);
   TempFile tmp(dir_ + "/" + temp_name());
   UniqueFd fd(::open(tmp.path().c_str(),
-                     O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666));
+                     O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
   if (!fd.valid()) {
     fail(Status::kSystem, "file store: cannot create ", tmp.path(), ": ",
          errno_text(errno));
@@ -308,7 +298,7 @@ int64_t FileStore::add(const std::string& key, int64_t delta) {
   check_key(key);
   const Deadline deadline(timeout());
   const std::string lock_path = dir_ + "/" + kLockName;
-  UniqueFd lock(::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666));
+  UniqueFd lock(::open(lock_path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600));
   if (!lock.valid()) {
     fail(Status::kSystem, "file store: cannot open ", lock_path, ": ",
          errno_text(errno));

@@ -215,6 +215,67 @@ static void test_file(void** s) {
   assert_int_equal(rm_tree(tmpl), 0);
 }
 
+/* Whether the file store's files under dir are all this user's alone
+ * (mode 0600, no group or other bits). */
+static int files_private(const char* dir) {
+  char cmd[600];
+  snprintf(cmd, sizeof cmd, "test -z \"$(find '%s' -type f -perm /077)\"", dir);
+  return system(cmd) == 0;
+}
+
+/* A store directory nobody else controls: one writable by others, or a
+ * symbolic link, is refused naming the fix; key files (the secret among
+ * them) and the lock are 0600; a new directory is 0700. As root, one that
+ * belongs to another user (nobody) is refused too. */
+static void test_file_private(void** s) {
+  char tmpl[] = "/tmp/gang_test_store_XXXXXX";
+  char url[512], dir[400], link[400];
+  gang_store_t* st = NULL;
+  struct stat info;
+  int64_t sum = 0;
+  (void)s;
+  assert_non_null(mkdtemp(tmpl));
+  /* Created by the store: 0700; its files 0600. */
+  snprintf(dir, sizeof dir, "%s/new", tmpl);
+  snprintf(url, sizeof url, "file://%s", dir);
+  st = open_store(url, 0, SHORT_MS);
+  assert_int_equal(gang_store_set(st, "secret", "s3cr3t", 6), GANG_OK);
+  assert_int_equal(gang_store_add(st, "counter", 1, &sum), GANG_OK);
+  assert_int_equal(stat(dir, &info), 0);
+  assert_int_equal(info.st_mode & 0777, 0700);
+  assert_true(files_private(dir));
+  assert_int_equal(gang_store_destroy(st), GANG_OK);
+  /* Writable by everyone: refused, naming the fix. */
+  assert_int_equal(chmod(dir, 0777), 0);
+  st = NULL;
+  assert_int_equal(gang_store_create(url, 0, SHORT_MS, &st), GANG_ERR_INVALID_ARGUMENT);
+  assert_null(st);
+  assert_non_null(strstr(gang_last_error(), "chmod go-w"));
+  assert_non_null(strstr(gang_last_error(), "every user"));
+  /* By its group. */
+  assert_int_equal(chmod(dir, 0770), 0);
+  assert_int_equal(gang_store_create(url, 0, SHORT_MS, &st), GANG_ERR_INVALID_ARGUMENT);
+  assert_non_null(strstr(gang_last_error(), "its group"));
+  assert_int_equal(chmod(dir, 0700), 0);
+  /* A symbolic link to it. */
+  snprintf(link, sizeof link, "%s/link", tmpl);
+  assert_int_equal(symlink(dir, link), 0);
+  snprintf(url, sizeof url, "file://%s", link);
+  assert_int_equal(gang_store_create(url, 0, SHORT_MS, &st), GANG_ERR_INVALID_ARGUMENT);
+  assert_non_null(strstr(gang_last_error(), "symbolic link"));
+  /* Another user's. */
+  if (geteuid() == 0) {
+    assert_int_equal(chown(dir, 65534, 65534), 0);
+    snprintf(url, sizeof url, "file://%s", dir);
+    assert_int_equal(gang_store_create(url, 0, SHORT_MS, &st), GANG_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(gang_last_error(), "belongs to"));
+    assert_null(st);
+  } else {
+    print_message("not root: the case of another user's directory is not run\n");
+  }
+  assert_int_equal(rm_tree(tmpl), 0);
+}
+
 /* ---- tcp:// ------------------------------------------------------------------------------------ */
 
 static gang_store_t* serve(int64_t timeout_ms, char* url, size_t len) {
@@ -605,6 +666,7 @@ int main(int argc, char** argv) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_memory),
       cmocka_unit_test(test_file),
+      cmocka_unit_test(test_file_private),
       cmocka_unit_test(test_tcp),
       cmocka_unit_test(test_tcp_hosts),
       cmocka_unit_test(test_tcp_second_server_same_port),
