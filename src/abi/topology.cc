@@ -199,14 +199,18 @@ GANG_API gang_status_t gang_layout_ranks(int size,
     gang::fail(Status::kInvalidArgument, api, ": rank ", rank,
                " is out of range for a gang of size ", size);
   }
-  const std::vector<int> group = layout.group(a, rank);
-  *n = group.size();
-  if (capacity < group.size()) {
+  // The group's size is known without listing it: a capacity too small
+  // is refused before anything is built (a gang of INT_MAX ranks lists
+  // gigabytes).
+  const auto need = static_cast<size_t>(layout.degree(a));
+  *n = need;
+  if (capacity < need) {
     gang::fail(Status::kInvalidArgument, api, ": capacity ", capacity,
-               " is below the ", group.size(), " ranks of the ",
+               " is below the ", need, " ranks of the ",
                gang::topology::axis_name(a), " gang");
   }
   gang::abi::out_arg(ranks, api, "ranks");
+  const std::vector<int> group = layout.group(a, rank);
   std::memcpy(ranks, group.data(), group.size() * sizeof(int));
   return GANG_OK;
   GANG_ABI_CATCH

@@ -1,6 +1,7 @@
 // Byte payloads whose size only the sender knows, and the small helpers of
 // training code. Each is a short sequence of ordinary operations: a length
 // first, then the bytes.
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -24,6 +25,15 @@ Buffer allocate(size_t n, const char* api) {
   return b;
 }
 
+// No buffer holds more than PTRDIFF_MAX bytes: a longer payload is an
+// invalid argument, refused by every rank alike (they all know it).
+void check_length(const char* api, const char* what, uint64_t n) {
+  if (n > static_cast<uint64_t>(PTRDIFF_MAX)) {
+    fail(Status::kInvalidArgument, api, ": ", what, " ", n,
+         " is more than any buffer holds (PTRDIFF_MAX, ", PTRDIFF_MAX, ")");
+  }
+}
+
 void check_root(const char* api, int root, int size) {
   if (root < 0 || root >= size) {
     fail(Status::kInvalidArgument, api, ": root ", root,
@@ -44,6 +54,9 @@ HostBytes Gang::broadcast_bytes(const void* data, size_t len, int root) {
   uint64_t n = is_root ? len : 0;
   control(api, [&](Clock::time_point deadline) {
     control_->broadcast(&n, 1, DType::kUInt64, root, deadline);
+    // Every rank has the root's length now, so all refuse an impossible
+    // one alike, and the gang stays usable (nothing else moved).
+    check_length(api, "root's len", n);
     out = allocate(n, api);
     if (is_root && n != 0) std::memcpy(out.get(), data, n);
     control_->broadcast(out.get(), n, DType::kUInt8, root, deadline);
@@ -68,9 +81,11 @@ HostBytes Gang::all_gather_bytes(const void* data, size_t len, size_t* lens,
   control(api, [&](Clock::time_point deadline) {
     all = control_->all_gather_words(len, size_, deadline);
     std::vector<size_t> counts;
-    for (uint64_t n : all) {
-      counts.push_back(static_cast<size_t>(n));
-      total += static_cast<size_t>(n);
+    for (size_t r = 0; r < all.size(); ++r) {
+      check_length(api, str_cat("rank ", r, "'s len").c_str(), all[r]);
+      counts.push_back(static_cast<size_t>(all[r]));
+      total += static_cast<size_t>(all[r]);
+      check_length(api, "the lens' sum", total);
     }
     out = allocate(total, api);
     control_->all_gatherv(data, len, out.get(), std::move(counts), deadline);
@@ -98,6 +113,8 @@ void Gang::send_bytes(const void* data, size_t len, int peer, int tag) {
   control(api, [&](Clock::time_point deadline) {
     const uint64_t n = len;
     control_->send(&n, sizeof n, peer, tag, deadline);
+    // The receiver has the length too, and refuses it alike.
+    check_length(api, "len", n);
     if (len != 0) control_->send(data, len, peer, tag, deadline);
   });
 }
@@ -109,6 +126,7 @@ HostBytes Gang::recv_bytes(int peer, int tag) {
   uint64_t n = 0;
   control(api, [&](Clock::time_point deadline) {
     control_->recv(&n, sizeof n, peer, tag, deadline);
+    check_length(api, str_cat("rank ", peer, "'s len").c_str(), n);
     out = allocate(n, api);
     if (n != 0) control_->recv(out.get(), n, peer, tag, deadline);
   });

@@ -381,7 +381,7 @@ std::vector<std::string> expand_range_group(const std::string& group,
     const std::string hi =
         dash == std::string::npos ? lo : item.substr(dash + 1);
     auto all_digits = [](const std::string& s) {
-      if (s.empty() || s.size() > 9) return false;
+      if (s.empty()) return false;
       for (const char c : s) {
         if (c < '0' || c > '9') return false;
       }
@@ -389,8 +389,16 @@ std::vector<std::string> expand_range_group(const std::string& group,
     };
     if (!all_digits(lo) || !all_digits(hi)) {
       fail_list(var, list,
-                str_cat("\"[", group, "]\" has a range \"", item,
-                        "\" that is not N or N-M"));
+                str_cat("\"[", group, "]\" has an item \"", item,
+                        "\" that is neither a number N nor a range N-M (accepted: "
+                        "decimal numbers of at most 9 digits, ranges of them, "
+                        "separated by commas)"));
+    }
+    if (lo.size() > 9 || hi.size() > 9) {
+      fail_list(var, list,
+                str_cat("\"[", group, "]\" has a number in \"", item,
+                        "\" of more than 9 digits (accepted: up to 999999999, and ",
+                        kMaxHosts, " hosts in all)"));
     }
     const long a = std::atol(lo.c_str());
     const long b = std::atol(hi.c_str());

@@ -92,7 +92,10 @@ class Gang : public std::enable_shared_from_this<Gang> {
   // -1 for a rank out of range.
   int root_rank(int rank) const;
   Millis timeout() const { return Millis(timeout_ms_.load()); }
-  void set_timeout(Millis timeout) { timeout_ms_.store(timeout.count()); }
+  // A century at most (base::kCenturyMs): more would overflow waits.
+  void set_timeout(Millis timeout) {
+    timeout_ms_.store(std::min(timeout, Millis(base::kCenturyMs)).count());
+  }
   // gang_set_cuda_stream: only device gangs take a non-null stream. On
   // them NULL is the legacy default stream (kLegacyStream for the backend);
   // a gang that set none leaves the backend its own stream.

@@ -62,6 +62,9 @@ void check_alone(const GangOptions& o) {
   });
 }
 
+// More ranks than any job has: 2^24.
+constexpr int kMaxRanks = 1 << 24;
+
 Resolved resolve(const GangOptions& o) {
   Resolved r;
   r.rank = o.rank;
@@ -89,11 +92,20 @@ Resolved resolve(const GangOptions& o) {
     fail(Status::kInvalidArgument, "gang_create: options.size ", r.size,
          " must be at least 1");
   }
+  if (r.size > kMaxRanks) {
+    // Checked before anything is sized by it (a fake gang of INT_MAX ranks
+    // would allocate gigabytes for nothing).
+    fail(Status::kInvalidArgument, "gang_create: options.size ", r.size, " is more than the ",
+         kMaxRanks, " ranks a gang may have");
+  }
   if (r.rank < 0 || r.rank >= r.size) {
     fail(Status::kInvalidArgument, "gang_create: options.rank ", r.rank,
          " is out of range for size ", r.size);
   }
   r.timeout = o.timeout_ms > 0 ? Millis(o.timeout_ms) : env::timeout();
+  // A century is forever; more would overflow the clock arithmetic of
+  // every wait below.
+  r.timeout = std::min(r.timeout, Millis(base::kCenturyMs));
   r.name = o.name.empty() ? "root" : o.name;
   if (r.name.find_first_of(" \t\n") != std::string::npos) {
     fail(Status::kInvalidArgument, "gang_create: options.name \"", r.name,
@@ -187,9 +199,10 @@ std::shared_ptr<Gang> Gang::create(const GangOptions& o) {
 }
 
 std::shared_ptr<Gang> Gang::create_fake(int rank, int size) {
-  if (size < 1) {
+  if (size < 1 || size > kMaxRanks) {
     fail(Status::kInvalidArgument, "gang_create_fake: size ", size,
-         " must be at least 1");
+         size < 1 ? " must be at least 1" : str_cat(" is more than the ", kMaxRanks,
+                                                    " ranks a gang may have"));
   }
   if (rank < 0 || rank >= size) {
     fail(Status::kInvalidArgument, "gang_create_fake: rank ", rank,

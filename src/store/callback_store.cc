@@ -3,6 +3,7 @@
 // the caller may not offer, waiting for several keys, is built from what it
 // does: its check, else its get, per key, within the timeout.
 #include <chrono>
+#include <memory>
 #include <thread>
 
 #include "store/store.h"
@@ -11,7 +12,8 @@ namespace gang::store {
 
 namespace {
 
-class CallbackStore final : public Store {
+class CallbackStore final : public Store,
+                            public std::enable_shared_from_this<CallbackStore> {
  public:
   CallbackStore(Callbacks cb, Millis timeout) : Store(timeout), cb_(std::move(cb)) {}
   ~CallbackStore() override {
@@ -19,6 +21,7 @@ class CallbackStore final : public Store {
   }
 
   void set(const std::string& key, const Bytes& value) override {
+    const auto alive = keep();
     check_key(key);
     check_value(key, value);
     std::string why;
@@ -26,6 +29,7 @@ class CallbackStore final : public Store {
   }
 
   Bytes get(const std::string& key, Millis timeout) override {
+    const auto alive = keep();
     check_key(key);
     Bytes value;
     std::string why;
@@ -34,6 +38,7 @@ class CallbackStore final : public Store {
   }
 
   int64_t add(const std::string& key, int64_t delta) override {
+    const auto alive = keep();
     check_key(key);
     int64_t sum = 0;
     std::string why;
@@ -42,6 +47,7 @@ class CallbackStore final : public Store {
   }
 
   void wait(const std::vector<std::string>& keys, Millis timeout) override {
+    const auto alive = keep();
     for (const auto& k : keys) check_key(k);
     std::string why;
     if (cb_.wait) {
@@ -70,17 +76,34 @@ class CallbackStore final : public Store {
   }
 
   void remove(const std::string& key) override {
+    const auto alive = keep();
     check_key(key);
     std::string why;
     done("remove", key, cb_.remove(key, &why), why);
   }
 
  private:
-  // Throws a callback's error, saying which call on which key it was.
+  // The store itself, for the length of one operation: a callback that
+  // destroys its own store (its last handle) leaves the release to the end
+  // of the operation, never inside the callback.
+  std::shared_ptr<CallbackStore> keep() { return shared_from_this(); }
+
+  // Throws a callback's error, saying which call on which key it was. A
+  // store answers ok, timeout (get, wait) or a store error; any other
+  // status (GANG_IN_PROGRESS, a peer's, a number gang has no name for) is
+  // a store error too, naming what the callback said.
   static void done(const char* call, const std::string& key, Status st, const std::string& why) {
     if (st == Status::kOk) return;
-    fail(st, "store (callbacks): ", call, " \"", key, "\": ",
-         why.empty() ? std::string(status_name(st)) : why);
+    const int value = static_cast<int>(st);
+    const bool known = value >= static_cast<int>(Status::kInternal) &&
+                       value <= static_cast<int>(Status::kInProgress);
+    if (st == Status::kTimeout || st == Status::kStore) {
+      fail(st, "store (callbacks): ", call, " \"", key, "\": ",
+           why.empty() ? std::string(status_name(st)) : why);
+    }
+    fail(Status::kStore, "store (callbacks): ", call, " \"", key, "\": the callback returned ",
+         known ? std::string(status_name(st)) : str_cat("status ", value),
+         ", which a store's callback does not", why.empty() ? "" : ": ", why);
   }
 
   Callbacks cb_;

@@ -48,10 +48,15 @@ uint64_t number(const char* name, const char* text, uint64_t lo, uint64_t hi,
   return v;
 }
 
-size_t bytes_var(const char* name, size_t fallback, uint64_t lo, uint64_t hi) {
+// A variable counting `unit` (bytes, connections), within [lo, hi].
+size_t count_var(const char* name, size_t fallback, uint64_t lo, uint64_t hi,
+                 const char* unit) {
   const char* v = env(name);
-  return v == nullptr ? fallback
-                      : static_cast<size_t>(number(name, v, lo, hi, "bytes"));
+  return v == nullptr ? fallback : static_cast<size_t>(number(name, v, lo, hi, unit));
+}
+
+size_t bytes_var(const char* name, size_t fallback, uint64_t lo, uint64_t hi) {
+  return count_var(name, fallback, lo, hi, "bytes");
 }
 
 Millis ms_var(const char* name, Millis fallback) {
@@ -81,10 +86,10 @@ Limits limits_from_env() {
   l.max_request_bytes =
       bytes_var("GANG_STORE_MAX_REQUEST_BYTES",
                 l.max_key_bytes + l.max_value_bytes, 1, uint64_t{1} << 62);
-  l.max_connections =
-      bytes_var("GANG_STORE_MAX_CONNECTIONS", l.max_connections, 1, 1 << 20);
-  l.max_pending_connections = bytes_var("GANG_STORE_MAX_PENDING_CONNECTIONS",
-                                        l.max_pending_connections, 1, 1 << 20);
+  l.max_connections = count_var("GANG_STORE_MAX_CONNECTIONS", l.max_connections, 1, 1 << 20,
+                                "connections");
+  l.max_pending_connections = count_var("GANG_STORE_MAX_PENDING_CONNECTIONS",
+                                        l.max_pending_connections, 1, 1 << 20, "connections");
   l.auth_timeout = ms_var("GANG_STORE_AUTH_TIMEOUT_MS", l.auth_timeout);
   l.idle_timeout = ms_var("GANG_STORE_IDLE_TIMEOUT_MS", l.idle_timeout);
   l.request_timeout =
@@ -107,8 +112,14 @@ void check_token(const std::string& token, const char* where) {
 
 namespace {
 
-// A user named in GANG_STORE_ALLOW_USERS: a uid, or a name the system knows.
-uid_t user_id(const std::string& word) {
+// A user named in GANG_STORE_ALLOW_USERS (whose whole value is `all`): a
+// uid, or a name the system knows.
+uid_t user_id(const std::string& word, const std::string& all) {
+  if (word == "any" || word == "*") {
+    fail(Status::kInvalidArgument, "GANG_STORE_ALLOW_USERS=\"", all, "\": \"", word,
+         "\" allows every user, so it stands alone; to allow some users, list their "
+         "names or uids separated by commas");
+  }
   bool digits = !word.empty() && word.size() <= 10;
   for (const char c : word) digits = digits && c >= '0' && c <= '9';
   if (digits) {
@@ -125,9 +136,9 @@ uid_t user_id(const std::string& word) {
       found != nullptr) {
     return pw.pw_uid;
   }
-  fail(Status::kInvalidArgument, "GANG_STORE_ALLOW_USERS: \"", word,
-       "\" is neither a uid nor a user of this machine (expected names or "
-       "uids separated by commas, or \"any\")");
+  fail(Status::kInvalidArgument, "GANG_STORE_ALLOW_USERS=\"", all, "\": \"", word,
+       "\" is neither a uid nor a user of this machine (accepted: names or uids "
+       "separated by commas, or \"any\" alone)");
 }
 
 }  // namespace
@@ -147,7 +158,7 @@ AllowedUsers allowed_users_from_env() {
     std::string word = text.substr(start, comma - start);
     while (!word.empty() && word.front() == ' ') word.erase(0, 1);
     while (!word.empty() && word.back() == ' ') word.pop_back();
-    a.uids.push_back(user_id(word));
+    a.uids.push_back(user_id(word, text));
     start = comma + 1;
   }
   return a;

@@ -9,6 +9,7 @@
  * would show up as a hang or a wrong result.
  */
 #define _GNU_SOURCE
+#include <limits.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -387,6 +388,30 @@ static void test_create_fake_bad_input(void** s) {
   BAD(gang_create_fake(-1, 4, &g), "rank");
   BAD(gang_create_fake(0, -3, &g), "size");
   BAD(gang_create_fake(0, 1, NULL), "out");
+  {
+    /* Refused before anything is sized by it: at once, not after
+     * allocating gigabytes. */
+    const int64_t t0 = gang_test_now_ms();
+    BAD(gang_create_fake(0, INT_MAX, &g), "size");
+    TRUE_OR_COUNT(gang_test_now_ms() - t0 < 1000, "gang_create_fake(0, INT_MAX) took %lld ms",
+                  (long long)(gang_test_now_ms() - t0));
+  }
+  assert_int_equal(nfail, 0);
+}
+
+/* A layout of INT_MAX ranks: a capacity too small is refused before the
+ * group is listed. */
+static void test_layout_huge(void** s) {
+  gang_parallel_config_t c = gang_test_parallel_config((gang_test_degrees_t){0});
+  int ranks[4];
+  size_t n = 0;
+  int nfail = 0;
+  const int64_t t0 = gang_test_now_ms();
+  (void)s;
+  BAD(gang_layout_ranks(INT_MAX, &c, GANG_AXIS_DP, 0, ranks, 4, &n), "capacity");
+  TRUE_OR_COUNT(n == (size_t)INT_MAX, "n is %zu, not the group's size", n);
+  TRUE_OR_COUNT(gang_test_now_ms() - t0 < 1000, "gang_layout_ranks(INT_MAX) took %lld ms",
+                (long long)(gang_test_now_ms() - t0));
   assert_int_equal(nfail, 0);
 }
 
@@ -733,6 +758,57 @@ static void test_helpers_out_null_gloo(void** s) {
   assert_int_equal(gang_test_run_ranks(2, "gloo", rank_helper_out_null, NULL, 3000, 30), 0);
 }
 
+/* A timeout of INT64_MAX - 1 ms (forever, to the caller) creates a gloo
+ * gang that works, and so does gang_set_timeout(INT64_MAX). */
+static int rank_huge_timeout(gang_t* g, int rank, int size, void* arg) {
+  (void)arg;
+  if (usable(g, rank, size, 0)) return 1;
+  CHECK_OK(gang_set_timeout(g, INT64_MAX));
+  CHECK(gang_get_timeout(g) > 0, "the timeout reads %lld", (long long)gang_get_timeout(g));
+  return usable(g, rank, size, 0);
+}
+
+static void test_huge_timeout_gloo(void** s) {
+  (void)s;
+  assert_int_equal(gang_test_run_ranks(2, "gloo", rank_huge_timeout, NULL, INT64_MAX - 1, 60), 0);
+}
+
+/* Lengths no buffer holds (SIZE_MAX) in the byte calls: every rank refuses
+ * them alike, at once, and the gang goes on. */
+static int rank_huge_lengths(gang_t* g, int rank, int size, void* arg) {
+  static const char data[8] = "payload";
+  void* out = NULL;
+  size_t n = 0, lens[3];
+  const int64_t t0 = gang_test_now_ms();
+  (void)arg;
+  CHECK_STATUS(gang_broadcast_bytes(g, data, rank == 0 ? SIZE_MAX : 0, 0, &out, &n),
+               GANG_ERR_INVALID_ARGUMENT);
+  CHECK(strstr(gang_last_error(), "len") != NULL, "message does not name len: %s",
+        gang_last_error());
+  CHECK(out == NULL, "an output after a refusal");
+  if (usable(g, rank, size, 0)) return 1;
+  CHECK_STATUS(gang_all_gather_bytes(g, data, rank == 1 ? SIZE_MAX : 4, &out, lens, 2),
+               GANG_ERR_INVALID_ARGUMENT);
+  CHECK(strstr(gang_last_error(), "rank 1's len") != NULL, "message does not name rank 1: %s",
+        gang_last_error());
+  if (usable(g, rank, size, 0)) return 1;
+  if (rank == 0) {
+    CHECK_STATUS(gang_send_bytes(g, data, SIZE_MAX, 1, 7), GANG_ERR_INVALID_ARGUMENT);
+  } else {
+    CHECK_STATUS(gang_recv_bytes(g, 0, 7, &out, &n), GANG_ERR_INVALID_ARGUMENT);
+  }
+  CHECK(strstr(gang_last_error(), "len") != NULL, "message does not name len: %s",
+        gang_last_error());
+  CHECK(gang_test_now_ms() - t0 < 3000, "the refusals took %lld ms",
+        (long long)(gang_test_now_ms() - t0));
+  return usable(g, rank, size, 0);
+}
+
+static void test_huge_lengths_gloo(void** s) {
+  (void)s;
+  assert_int_equal(gang_test_run_ranks(2, "gloo", rank_huge_lengths, NULL, 10000, 60), 0);
+}
+
 int main(int argc, char** argv) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_null_handles),
@@ -747,6 +823,9 @@ int main(int argc, char** argv) {
       cmocka_unit_test(test_dtype_sizes),
       cmocka_unit_test(test_battery_gloo),
       cmocka_unit_test(test_helpers_out_null_gloo),
+      cmocka_unit_test(test_layout_huge),
+      cmocka_unit_test(test_huge_timeout_gloo),
+      cmocka_unit_test(test_huge_lengths_gloo),
   };
   if (argc > 1) cmocka_set_test_filter(argv[1]);
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -9,6 +9,10 @@
  *   store is destroyed.
  * bad_input: NULL callbacks or out, a struct_size too small, and each
  *   required callback missing are GANG_ERR_INVALID_ARGUMENT naming it.
+ * odd_statuses: callbacks answering GANG_IN_PROGRESS, a peer's status or a
+ *   number with no name come back as GANG_ERR_STORE with their text.
+ * destroyed_inside: a callback that destroys its own store; the release
+ *   runs once, after the callback, never inside it.
  * rendezvous: 3 ranks make their gang through callback stores that forward
  *   to the job's store under a prefix of their own (as a store another
  *   library hands over would), then all-reduce and split; release runs once
@@ -308,6 +312,119 @@ static int rendezvous(int rank, int size, const char* url, void* arg) {
   return 0;
 }
 
+/* ---- odd callbacks ---------------------------------------------------- */
+
+/* A store whose callbacks answer what a store never does: GANG_IN_PROGRESS,
+ * a peer's status, a number with no name. Each call comes back as
+ * GANG_ERR_STORE with the callback's text. */
+static gang_status_t odd_set(void* ctx, const char* key, const void* v, size_t n, char* err,
+                             size_t len) {
+  (void)ctx;
+  (void)key;
+  (void)v;
+  (void)n;
+  snprintf(err, len, "still busy");
+  return GANG_IN_PROGRESS;
+}
+
+static gang_status_t odd_get(void* ctx, const char* key, int64_t timeout_ms, void** v, size_t* n,
+                             char* err, size_t len) {
+  (void)ctx;
+  (void)key;
+  (void)timeout_ms;
+  (void)v;
+  (void)n;
+  snprintf(err, len, "made up");
+  return (gang_status_t)42;
+}
+
+static gang_status_t odd_add(void* ctx, const char* key, int64_t d, int64_t* out, char* err,
+                             size_t len) {
+  (void)ctx;
+  (void)key;
+  (void)d;
+  (void)out;
+  snprintf(err, len, "a peer went away");
+  return GANG_ERR_PEER_LOST;
+}
+
+static gang_status_t odd_remove(void* ctx, const char* key, char* err, size_t len) {
+  (void)ctx;
+  (void)key;
+  (void)err;
+  (void)len;
+  return GANG_OK;
+}
+
+static void test_odd_statuses(void** state) {
+  gang_store_callbacks_t c;
+  gang_store_t* st = NULL;
+  void* v = NULL;
+  size_t n = 0;
+  int64_t sum = 0;
+  (void)state;
+  memset(&c, 0, sizeof c);
+  c.struct_size = sizeof c;
+  c.set = odd_set;
+  c.get = odd_get;
+  c.add = odd_add;
+  c.remove = odd_remove;
+  assert_int_equal(gang_store_create_callbacks(&c, 1000, &st), GANG_OK);
+  assert_int_equal(gang_store_set(st, "k", "v", 1), GANG_ERR_STORE);
+  assert_non_null(strstr(gang_last_error(), "GANG_IN_PROGRESS"));
+  assert_non_null(strstr(gang_last_error(), "still busy"));
+  assert_int_equal(gang_store_get(st, "k", &v, &n), GANG_ERR_STORE);
+  assert_non_null(strstr(gang_last_error(), "status 42"));
+  assert_non_null(strstr(gang_last_error(), "made up"));
+  assert_int_equal(gang_store_add(st, "k", 1, &sum), GANG_ERR_STORE);
+  assert_non_null(strstr(gang_last_error(), "a peer went away"));
+  assert_int_equal(gang_store_destroy(st), GANG_OK);
+}
+
+/* A callback that destroys its own store: the release waits for the
+ * operation to end, and runs once. */
+struct selfish {
+  gang_store_t* self;
+  int releases;
+  int releases_seen_inside; /* after its destroy, inside the callback */
+  gang_status_t destroyed;
+};
+
+static gang_status_t selfish_set(void* ctx, const char* key, const void* v, size_t n, char* err,
+                                 size_t len) {
+  struct selfish* m = ctx;
+  (void)key;
+  (void)v;
+  (void)n;
+  (void)err;
+  (void)len;
+  m->destroyed = gang_store_destroy(m->self);
+  m->releases_seen_inside = m->releases;
+  return GANG_OK;
+}
+
+static void selfish_release(void* ctx) { ((struct selfish*)ctx)->releases += 1; }
+
+static void test_destroyed_inside(void** state) {
+  struct selfish m;
+  gang_store_callbacks_t c;
+  (void)state;
+  memset(&m, 0, sizeof m);
+  memset(&c, 0, sizeof c);
+  c.struct_size = sizeof c;
+  c.ctx = &m;
+  c.set = selfish_set;
+  c.get = odd_get;
+  c.add = odd_add;
+  c.remove = odd_remove;
+  c.release = selfish_release;
+  assert_int_equal(gang_store_create_callbacks(&c, 1000, &m.self), GANG_OK);
+  assert_int_equal(gang_store_set(m.self, "k", "v", 1), GANG_OK);
+  assert_int_equal(m.destroyed, GANG_OK);
+  assert_int_equal(m.releases_seen_inside, 0);
+  assert_int_equal(m.releases, 1);
+}
+
 static void test_rendezvous(void** state) {
   (void)state;
   assert_int_equal(gang_test_run_procs(3, rendezvous, NULL, 120), 0);
@@ -319,6 +436,8 @@ int main(void) {
       cmocka_unit_test(test_wait_paths),
       cmocka_unit_test(test_bad_input),
       cmocka_unit_test(test_rendezvous),
+      cmocka_unit_test(test_odd_statuses),
+      cmocka_unit_test(test_destroyed_inside),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

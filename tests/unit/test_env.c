@@ -292,6 +292,12 @@ static void test_slurm_hostlists(void** state) {
     setenv("SLURM_STEP_NODELIST", bad[i], 1);
     detect_fails("SLURM_STEP_NODELIST", bad[i], NULL);
   }
+  /* A number too long says so, and what is accepted. */
+  setenv("SLURM_STEP_NODELIST", "n[0-4000000000]", 1);
+  detect_fails("SLURM_STEP_NODELIST", "n[0-4000000000]", "more than 9 digits", "accepted",
+               NULL);
+  setenv("SLURM_STEP_NODELIST", "n[a-b]", 1);
+  detect_fails("neither a number N nor a range N-M", "accepted", NULL);
 }
 
 static void test_slurm_port_function(void** state) {

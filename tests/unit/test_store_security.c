@@ -1001,6 +1001,18 @@ static void test_allow_users_env(void** state) {
   assert_non_null(strstr(gang_last_error(), "GANG_STORE_ALLOW_USERS"));
   setenv("GANG_STORE_ALLOW_USERS", "root,", 1);
   assert_int_equal(gang_store_create("tcp://127.0.0.1:0", 1, 3000, &s), GANG_ERR_INVALID_ARGUMENT);
+  /* "any" in a list: said as such, with the whole value. */
+  setenv("GANG_STORE_ALLOW_USERS", "any,nobody", 1);
+  assert_int_equal(gang_store_create("tcp://127.0.0.1:0", 1, 3000, &s), GANG_ERR_INVALID_ARGUMENT);
+  assert_non_null(strstr(gang_last_error(), "GANG_STORE_ALLOW_USERS=\"any,nobody\""));
+  assert_non_null(strstr(gang_last_error(), "stands alone"));
+  unsetenv("GANG_STORE_ALLOW_USERS");
+  /* A count of connections is not "a number of bytes". */
+  setenv("GANG_STORE_MAX_CONNECTIONS", "abc", 1);
+  assert_int_equal(gang_store_create("tcp://127.0.0.1:0", 1, 3000, &s), GANG_ERR_INVALID_ARGUMENT);
+  assert_non_null(strstr(gang_last_error(), "GANG_STORE_MAX_CONNECTIONS=\"abc\""));
+  assert_non_null(strstr(gang_last_error(), "number of connections"));
+  unsetenv("GANG_STORE_MAX_CONNECTIONS");
   for (i = 0; good[i]; ++i) {
     setenv("GANG_STORE_ALLOW_USERS", good[i], 1);
     if (gang_store_create("tcp://127.0.0.1:0", 1, 3000, &s) != GANG_OK) {

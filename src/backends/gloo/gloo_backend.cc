@@ -5,6 +5,7 @@
 #include "backends/gloo/gloo_collectives.h"
 #include "backends/gloo/gloo_device.h"
 #include "backends/gloo/gloo_pairs.h"
+#include "base/descriptors.h"
 #include "base/error.h"
 #include "core/local_collective.h"
 #include "core/registry.h"
@@ -97,6 +98,10 @@ std::unique_ptr<core::Backend> make_gloo(const core::BackendConfig& c) {
                            std::max(Millis(1), std::min(c.timeout, left)), c.timeout);
   } catch (const ::gloo::Exception& e) {
     const std::string what = e.what();
+    if (std::string why; base::out_of_descriptors(&why)) {
+      fail(Status::kSystem, "gang_create: connecting rank ", c.rank, " to its peers: ", why,
+           ": ", what);
+    }
     fail(what.find("timeout") != std::string::npos ||
                  what.find("Timed out") != std::string::npos
              ? Status::kTimeout

@@ -10,6 +10,7 @@
 
 #include "backends/gloo/gloo_frames.h"
 #include "backends/gloo/gloo_pairs.h"
+#include "base/descriptors.h"
 #include "base/copy.h"
 #include "base/error.h"
 #include "core/collective.h"
@@ -734,6 +735,9 @@ void rethrow_gloo(const ::gloo::Exception& e, core::Clock::time_point deadline,
                   bool aborted, ::gloo::Context& context, int peer) {
   if (aborted) fail(Status::kAborted, "the gang was aborted");
   const std::string what = e.what();
+  // A connection that could not be made (or taken) for want of descriptors
+  // is this process's limit, not a lost or late peer.
+  if (std::string why; base::out_of_descriptors(&why)) fail(Status::kSystem, why, ": ", what);
   // Gloo reports a timeout and a broken connection with the same exception
   // type; the deadline tells them apart.
   if (core::Clock::now() >= deadline - Millis(50) ||

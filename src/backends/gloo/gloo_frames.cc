@@ -6,6 +6,7 @@
 
 #include <cstring>
 
+#include "base/descriptors.h"
 #include "base/error.h"
 #include "core/collective.h"
 
@@ -186,6 +187,8 @@ void Transfers::rethrow(const ::gloo::Exception& e,
                         const std::vector<int>& awaited, bool is_send) const {
   if (waits_->aborted()) fail(Status::kAborted, "the gang was aborted");
   const std::string what = e.what();
+  // Out of descriptors: this process's limit, not a lost or late peer.
+  if (std::string why; base::out_of_descriptors(&why)) fail(Status::kSystem, why, ": ", what);
   // Gloo reports a timeout and a broken connection with the same exception
   // type; the deadline tells them apart.
   if (core::Clock::now() >= deadline_ - Millis(50) ||

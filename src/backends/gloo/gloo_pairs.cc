@@ -22,6 +22,8 @@
 #include <mutex>
 #include <vector>
 
+#include "base/deadline.h"
+#include "base/descriptors.h"
 #include "base/error.h"
 #include "base/secret.h"
 #include "base/text.h"
@@ -223,6 +225,20 @@ class GangPair final : public tcp::Pair {
   std::mutex events_mu_;  // held by the loop thread while it handles events
 };
 
+// A descriptor the process keeps for a listener that finds none left: it
+// lets go of it to accept and close a waiting connection, then takes it
+// back. One for every listener of the process.
+struct Reserve {
+  std::mutex mu;
+  int fd = -1;
+  bool said = false;  // the warning, once
+};
+
+Reserve& reserve() {
+  static Reserve* r = new Reserve();  // never destroyed: loop threads use it
+  return *r;
+}
+
 class Listener;
 
 // One accepted connection whose proof has not arrived yet. Its handler
@@ -253,6 +269,11 @@ class Listener final : public tcp::Pair {
     }
     // The listening socket must never block the event loop.
     ::fcntl(fd_, F_SETFL, ::fcntl(fd_, F_GETFL) | O_NONBLOCK);
+    {
+      Reserve& r = reserve();
+      std::lock_guard<std::mutex> lock(r.mu);
+      if (r.fd < 0) r.fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+    }
     address_ = self_.bytes();
     // The loop's first look at ready_ acquires everything above (epoll
     // hands it this object unseen by ThreadSanitizer).
@@ -296,12 +317,41 @@ class Listener final : public tcp::Pair {
   void on_candidate(Candidate& c);
 
  private:
+  // Accepts and closes one waiting connection when no descriptor is left,
+  // through a descriptor the process keeps in reserve for this (one for
+  // all listeners), and says so once.
+  void turn_away_one() {
+    Reserve& r = reserve();
+    std::lock_guard<std::mutex> lock(r.mu);
+    if (r.fd >= 0) {
+      ::close(r.fd);
+      r.fd = -1;
+    }
+    const int fd = ::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
+    if (fd >= 0) ::close(fd);
+    r.fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (!r.said) {
+      r.said = true;
+      std::string why;
+      base::out_of_descriptors(&why);
+      GANG_LOG(kWarn, "gloo: rank ", context_->rank, " turned a connection away: ",
+               why.empty() ? base::errno_text(EMFILE) : why);
+    }
+  }
+
   // Lock held, loop thread.
   void accept_candidates() {
     for (;;) {
       const int fd = ::accept4(fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
       if (fd < 0) {
         if (errno == EINTR || errno == ECONNABORTED) continue;
+        if (errno == EMFILE || errno == ENFILE) {
+          // Out of descriptors: the waiting connection is turned away (so
+          // the loop does not spin on it, and its rank fails at once), and
+          // this rank's own wait says why (base/descriptors.h).
+          turn_away_one();
+          return;
+        }
         if (errno != EAGAIN && errno != EWOULDBLOCK) {
           GANG_LOG(kWarn, "gloo: rank ", context_->rank, ": accept: ",
                    base::errno_text(errno));
@@ -395,7 +445,7 @@ class MeshPairs final : public tcp::Context {
     std::unique_lock<std::mutex> lock(mu_);
     if (slot) return slot;
     if (peer == rank) GLOO_THROW_INVALID_OPERATION_EXCEPTION("no pair with itself");
-    const auto until = Clock::now() + getTimeout();
+    const auto until = base::deadline_after(getTimeout());
     if (peer > rank) {
       // This rank connects; a second thread asking meanwhile waits for it.
       while (connecting_[static_cast<size_t>(peer)] && !slot) {
@@ -584,7 +634,7 @@ std::shared_ptr<::gloo::rendezvous::Context> connect_mesh(
   if (!tcp_device) {
     fail(Status::kInternal, "gloo: the device is not Gloo's TCP device");
   }
-  const Clock::time_point deadline = Clock::now() + timeout;
+  const Clock::time_point deadline = base::deadline_after(timeout);
   const auto left = [&] {
     return std::max(Millis(1),
                     std::chrono::duration_cast<Millis>(deadline - Clock::now()));
