@@ -43,7 +43,12 @@
 
 #define DETECT_MS 1000
 #define GANG_TIMEOUT_MS 5000
-#define SHRINK_TIMEOUT_MS 8000
+/* A survivor is waited for until the first one in's shrink timeout, less
+ * the time kept to form the new gang (2 s): the last ones in are those
+ * whose collective hung until its timeout (their peers alive but stopped),
+ * plus the late delay. So that every healthy rank can be waited for:
+ * GANG_TIMEOUT_MS + 1.5 s late + 2 s < SHRINK_TIMEOUT_MS, with a margin. */
+#define SHRINK_TIMEOUT_MS 10000
 #define SLACK_MS 1000
 #define MAX_MEMBERS 16
 #define MAX_JOINERS 2
@@ -54,6 +59,7 @@
 #define S_SHRUNK 3    /* members with their shrunk gang */
 #define S_ASKED 4     /* joiners that asked */
 #define S_FAULT_IN 5  /* the rank that dies inside gang_shrink has called it */
+#define S_DYING_PID 6 /* the pid of the joiner that dies */
 #define S_REC 16      /* per rank: R_* fields, R_STRIDE apart */
 #define R_STRIDE 8
 #define R_DONE 0      /* 1: finished its part as the schedule expects */
@@ -167,6 +173,24 @@ static int survivors(const schedule_t* c) {
   for (r = 0; r < c->n; ++r) k += stays(c, r);
   return k;
 }
+/* Whether process pid has ended (a zombie has: nobody reaps it before the
+ * schedule ends). */
+static int process_gone(pid_t pid) {
+  char path[64], buf[256];
+  FILE* f;
+  const char* close_paren;
+  int gone = 1;
+  snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+  f = fopen(path, "r");
+  if (f == NULL) return 1;
+  if (fgets(buf, sizeof buf, f) != NULL && (close_paren = strrchr(buf, ')')) != NULL &&
+      close_paren[1] == ' ') {
+    gone = close_paren[2] == 'Z' || close_paren[2] == 'X';
+  }
+  fclose(f);
+  return gone;
+}
+
 static int healthy_joiners(const schedule_t* c) {
   return c->joiners - (c->joiner_dies_at != NULL);
 }
@@ -318,17 +342,31 @@ static int member(const schedule_t* c, int rank, const char* url) {
     /* Every joiner has asked (and the dying one died) before the look. */
     CHECK(gang_test_wait_shared(S_ASKED, c->joiners, 20000) == 0, "the joiners never asked");
     gang_test_sleep_ms(300);
-    if (healthy_joiners(c) > 0) {
+    /* A joiner that dies once admitted needs a grow to admit it: with no
+     * healthy joiner, the members grow until all of them saw it dead
+     * (agreed by an all-reduce, so they all stop at the same step). */
+    const int dies_admitted =
+        c->joiner_dies_at != NULL && strcmp(c->joiner_dies_at, "join.admitted") == 0;
+    if (healthy_joiners(c) > 0 || dies_admitted) {
       for (;;) {
         TIMED(GANG_TIMEOUT_MS, gang_grow(small, GANG_TIMEOUT_MS, &grown));
         CHECK(st == GANG_OK, "gang_grow: %s", gang_last_error());
         if (grown != NULL) break;
+        if (healthy_joiners(c) == 0) {
+          int64_t gone = process_gone((pid_t)gang_test_shared_ints()[S_DYING_PID]), all = 0;
+          TIMED(GANG_TIMEOUT_MS,
+                gang_all_reduce(small, &gone, &all, 1, GANG_INT64, GANG_MIN, NULL));
+          CHECK_OK(st);
+          if (all) break;
+        }
         CHECK(gang_test_now_ms() - t0 < 15000, "no joiner was admitted");
         gang_test_sleep_ms(20);
       }
-      *rec(rank, R_GROWN) = gang_size(grown);
-      if (check_sum(grown, rank)) return 1;
-      gang_destroy(grown);
+      if (grown != NULL) {
+        *rec(rank, R_GROWN) = gang_size(grown);
+        if (check_sum(grown, rank)) return 1;
+        gang_destroy(grown);
+      }
     }
   }
   if (check_sum(small, rank)) return 1;
@@ -346,7 +384,10 @@ static int joiner(const schedule_t* c, int rank, const char* url) {
   CHECK(gang_test_wait_shared(S_SHRUNK, survivors(c), 30000) == 0, "the members never shrank");
   /* One at a time, in order, so the dying one's ticket comes first. */
   CHECK(gang_test_wait_shared(S_ASKED, k, 20000) == 0, "turn");
-  if (k == 0 && c->joiner_dies_at != NULL) setenv("GANG_FAULT_POINT", c->joiner_dies_at, 1);
+  if (k == 0 && c->joiner_dies_at != NULL) {
+    setenv("GANG_FAULT_POINT", c->joiner_dies_at, 1);
+    gang_test_shared_ints()[S_DYING_PID] = getpid();
+  }
   if (k > 0) gang_test_sleep_ms(150); /* the one before has its ticket */
   bump(S_ASKED);
   gang_options_init(&o);
