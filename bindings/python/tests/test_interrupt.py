@@ -16,7 +16,11 @@ from multirank import free_port
 # Each rank waits in a receive nobody will satisfy, with a 30 s timeout,
 # and reports how it ended, and after how long, in OUT/rank-R.
 RANK = r'''
-import os, sys, time
+import os, signal, sys, time
+# Ctrl-C raises KeyboardInterrupt even if this process was started with
+# SIGINT ignored (as a background job of a shell without job control is);
+# before gang is imported, which hooks the handler it finds.
+signal.signal(signal.SIGINT, signal.default_int_handler)
 import numpy as np
 import gang
 
