@@ -16,7 +16,8 @@ namespace gang::core {
 
 // Removes `keys` from `store`, and for each (counter, item) of `counted`
 // the keys item1..itemN where N is the counter's value, then the counter,
-// on a thread of its own: the caller does not wait, and errors are ignored
+// on the process's forgetting thread (one, for as long as the process
+// lives): the caller does not wait, and errors are ignored
 // (a key left behind costs memory, never correctness). Never throws.
 void forget(std::shared_ptr<store::Store> store, std::vector<std::string> keys,
             std::vector<std::pair<std::string, std::string>> counted = {});
