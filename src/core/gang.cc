@@ -6,7 +6,7 @@
 #include "core/control_channel.h"
 #include "core/executor.h"
 #include "core/flight_recorder.h"
-#include "core/forget.h"
+#include "store/store.h"
 #include "core/log.h"
 #include "core/validate.h"
 #include "core/watchdog.h"
@@ -429,7 +429,17 @@ void Gang::shutdown() {
       if (rank_ == 0) {
         for (std::string& k : meet_keys()) keys.push_back(std::move(k));
       }
-      forget(store_, std::move(keys));
+      // Here, on the destroying thread, while the store is surely alive:
+      // queued for later, the removal would hold on to a store its owner
+      // is tearing down (torch's destroy_process_group, then a new
+      // init_process_group on the same port).
+      for (const std::string& k : keys) {
+        try {
+          store_->remove(k);
+        } catch (...) {
+          break;  // the store is failing: what is left stays
+        }
+      }
     }
   });
 }
