@@ -1,6 +1,5 @@
 #include "base/private_dir.h"
 
-#include <pwd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -15,18 +14,6 @@
 namespace gang::base {
 
 namespace {
-
-// "nobody (uid 65534)", or "uid 1234" without a name.
-std::string user_text(uid_t uid) {
-  passwd pw{};
-  passwd* found = nullptr;
-  std::vector<char> buf(16384);
-  if (::getpwuid_r(uid, &pw, buf.data(), buf.size(), &found) == 0 && found != nullptr &&
-      pw.pw_name != nullptr && *pw.pw_name != '\0') {
-    return str_cat(pw.pw_name, " (uid ", uid, ")");
-  }
-  return str_cat("uid ", uid);
-}
 
 std::string mode_text(mode_t mode) {
   char text[8];
@@ -44,8 +31,8 @@ std::string private_dir_problem(const std::string& dir) {
   }
   if (!S_ISDIR(st.st_mode)) return str_cat(dir, " is not a directory");
   if (st.st_uid != ::geteuid()) {
-    return str_cat(dir, " belongs to ", user_text(st.st_uid), ", not to this process's user, ",
-                   user_text(::geteuid()),
+    return str_cat(dir, " belongs to ", user_name(st.st_uid), ", not to this process's user, ",
+                   user_name(::geteuid()),
                    ": use a directory of your own (a missing one is created, mode 0700)");
   }
   if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {

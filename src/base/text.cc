@@ -1,12 +1,26 @@
 #include "base/text.h"
 
+#include <pwd.h>
 #include <sys/time.h>
 
 #include <cstdio>
 #include <cstring>
 #include <ctime>
+#include <vector>
 
 namespace gang::base {
+
+std::string user_name(unsigned uid) {
+  passwd pw{};
+  passwd* found = nullptr;
+  std::vector<char> buf(16384);
+  if (::getpwuid_r(static_cast<uid_t>(uid), &pw, buf.data(), buf.size(), &found) == 0 &&
+      found != nullptr && pw.pw_name != nullptr && *pw.pw_name != '\0') {
+    return std::string(pw.pw_name) + " (uid " + std::to_string(uid) + ")";
+  }
+  return "uid " + std::to_string(uid);
+}
+
 
 namespace {
 // strerror_r is the XSI (int) or the GNU (char*) variant depending on the

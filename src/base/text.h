@@ -5,6 +5,10 @@
 
 namespace gang::base {
 
+// A user's name for messages: "root (uid 0)", or "uid 1234" when it has
+// none.
+std::string user_name(unsigned uid);
+
 // strerror(err), thread-safe.
 std::string errno_text(int err);
 

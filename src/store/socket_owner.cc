@@ -310,15 +310,6 @@ bool is_this_host(const sockaddr_storage& peer) {
   return mine;
 }
 
-std::string user_name(uid_t uid) {
-  passwd pw{};
-  passwd* result = nullptr;
-  std::vector<char> buf(16384);
-  if (::getpwuid_r(uid, &pw, buf.data(), buf.size(), &result) == 0 &&
-      result != nullptr && pw.pw_name != nullptr && *pw.pw_name != '\0') {
-    return str_cat(pw.pw_name, " (uid ", uid, ")");
-  }
-  return str_cat("uid ", uid);
-}
+std::string user_name(uid_t uid) { return base::user_name(uid); }
 
 }  // namespace gang::store
