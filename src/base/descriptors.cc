@@ -38,7 +38,8 @@ bool out_of_descriptors(std::string* why) {
                    ": RLIMIT_NOFILE); each gloo gang holds a listening socket and one per peer "
                    "it talked to, so raise the limit (ulimit -n, up to the hard limit ",
                    static_cast<unsigned long long>(limit.rlim_max),
-                   ") or destroy the gangs no longer used");
+                   "), destroy the gangs no longer used, or let gangs split from a gloo gang "
+                   "share its connections (GANG_GLOO_SHARED_CONNECTIONS=1)");
   }
   return out;
 }

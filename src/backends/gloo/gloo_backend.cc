@@ -2,11 +2,16 @@
 
 #include <gloo/common/error.h>
 
+#include <cstdlib>
+#include <cstring>
+
 #include "backends/gloo/gloo_collectives.h"
 #include "backends/gloo/gloo_device.h"
 #include "backends/gloo/gloo_pairs.h"
+#include "base/deadline.h"
 #include "base/descriptors.h"
 #include "base/error.h"
+#include "base/text.h"
 #include "core/local_collective.h"
 #include "core/registry.h"
 #include "store/store.h"
@@ -23,12 +28,11 @@ using Millis = std::chrono::milliseconds;
 
 GlooBackend::GlooBackend(const core::BackendConfig& config,
                          std::shared_ptr<::gloo::transport::Device> device,
-                         std::shared_ptr<::gloo::rendezvous::Context> context,
-                         Algorithm algorithm)
+                         std::shared_ptr<View> view, Algorithm algorithm)
     : rank_(config.rank),
       size_(config.size),
       device_(std::move(device)),
-      context_(std::move(context)),
+      view_(std::move(view)),
       waits_(std::make_shared<Waits>()),
       algorithm_(algorithm) {
   caps_.uses_store_later = false;  // the addresses are read at creation
@@ -37,40 +41,126 @@ GlooBackend::GlooBackend(const core::BackendConfig& config,
 GlooBackend::~GlooBackend() = default;
 
 core::BackendWorkPtr GlooBackend::post(const core::Operation& op) {
-  if (!context_) {
+  if (!view_) {
     core::run_local(op.args, rank_, size_);
     return nullptr;
   }
   if (waits_->aborted()) fail(Status::kAborted, "the gang was aborted");
   if (core::is_p2p(op.args.kind)) {
-    return std::make_unique<GlooP2PWork>(context_, waits_, op);
+    return std::make_unique<GlooP2PWork>(view_, waits_, op);
   }
   if (Clock::now() >= op.deadline) {
     fail(Status::kTimeout,
          "the gang's timeout passed before the operation started");
   }
   try {
-    run_collective(context_, waits_, scratch_[static_cast<size_t>(op.channel)],
+    run_collective(view_, waits_, scratch_[static_cast<size_t>(op.channel)],
                    algorithm_, op);
   } catch (const ::gloo::Exception& e) {
-    rethrow_gloo(e, op.deadline, waits_->aborted(), *context_);
+    rethrow_gloo(e, op.deadline, waits_->aborted(), *view_);
   }
   return nullptr;
 }
 
 void GlooBackend::abort() noexcept {
-  if (!context_ || waits_->aborted()) return;
+  if (!view_ || waits_->aborted()) return;
   try {
-    // Local waits end at once; closing each pair (under its own lock, with
-    // no linger) tells the peers, whose operations with this rank fail.
+    // Local waits end at once, and the operations they belong to close
+    // the connections of their unfinished transfers, which tells those
+    // peers. A gang whose connections never served another closes every
+    // one (under its own lock, with no linger) and stops taking new ones,
+    // so every peer learns at once; one that shares them leaves them to
+    // the other gangs, and its peers learn from the failure notice, or at
+    // their timeout.
     waits_->abort();
-    close_mesh(*context_);
+    if (!view_->mesh()->shared.load()) view_->mesh()->close();
   } catch (...) {
     // Best effort: a pair may be gone already.
   }
 }
 
 namespace {
+
+uint32_t get_u32(const store::Bytes& b, size_t at) {
+  return (uint32_t{b[at]} << 24) | (uint32_t{b[at + 1]} << 16) | (uint32_t{b[at + 2]} << 8) |
+         uint32_t{b[at + 3]};
+}
+
+void put_u32(store::Bytes& b, uint32_t v) {
+  b.insert(b.end(), {static_cast<uint8_t>(v >> 24), static_cast<uint8_t>(v >> 16),
+                     static_cast<uint8_t>(v >> 8), static_cast<uint8_t>(v)});
+}
+
+// A gang split from one whose connections are `mesh`'s: its ranks say
+// which mesh ranks they are, and rank 0 draws the gang's space and
+// publishes both (2N + 1 store operations, as connecting would take). Null
+// when the mesh has no space left: the gang then connects on its own.
+std::shared_ptr<View> share_mesh(const core::BackendConfig& c, const std::shared_ptr<Mesh>& mesh,
+                                 std::shared_ptr<::gloo::transport::Device> device,
+                                 Millis timeout) {
+  store::Store& store = *c.store;
+  const Clock::time_point deadline = base::deadline_after(timeout);
+  const auto left = [&] {
+    return std::max(Millis(1), std::chrono::duration_cast<Millis>(deadline - Clock::now()));
+  };
+  const size_t n = static_cast<size_t>(c.size);
+  store::Bytes shared;
+  if (c.rank == 0) {
+    const int64_t drawn = mesh->store().add("gloo/spaces", 1);
+    const uint32_t space = drawn > 0 && drawn <= kLastSpace ? static_cast<uint32_t>(drawn) : 0;
+    put_u32(shared, space);
+    put_u32(shared, static_cast<uint32_t>(mesh->mesh_rank()));
+    for (int peer = 1; peer < c.size; ++peer) {
+      const store::Bytes theirs = store.get(str_cat("m", peer), left());
+      if (theirs.size() != 4) {
+        fail(Status::kPeerLost, "gang_create: rank ", peer, " published ", theirs.size(),
+             " bytes where rank 0 expects its 4-byte place in the shared connections");
+      }
+      shared.insert(shared.end(), theirs.begin(), theirs.end());
+    }
+    store.set("mall", shared);
+  } else {
+    store::Bytes mine;
+    put_u32(mine, static_cast<uint32_t>(mesh->mesh_rank()));
+    store.set(str_cat("m", c.rank), mine);
+    shared = store.get("mall", left());
+    if (shared.size() != 4 * (n + 1)) {
+      fail(Status::kPeerLost, "gang_create: rank 0 published ", shared.size(),
+           " bytes of shared connections where rank ", c.rank, " expects ", 4 * (n + 1));
+    }
+  }
+  const uint32_t space = get_u32(shared, 0);
+  if (space == 0) return nullptr;
+  std::vector<int> members(n);
+  std::vector<bool> seen(static_cast<size_t>(mesh->mesh_size()), false);
+  for (size_t r = 0; r < n; ++r) {
+    const uint32_t m = get_u32(shared, 4 * (r + 1));
+    if (m >= seen.size() || seen[m]) {
+      fail(Status::kInternal, "gang_create: rank ", r, " of a gang split from a gloo gang of ",
+           seen.size(), " ranks says it is rank ", m, " of that gang");
+    }
+    seen[m] = true;
+    members[r] = static_cast<int>(m);
+  }
+  if (members[static_cast<size_t>(c.rank)] != mesh->mesh_rank()) {
+    fail(Status::kInternal, "gang_create: rank 0 placed rank ", c.rank, " at ",
+         members[static_cast<size_t>(c.rank)], " of the shared connections, not ",
+         mesh->mesh_rank());
+  }
+  return std::make_shared<View>(mesh, std::move(device), c.rank, std::move(members), space);
+}
+
+// Whether gangs split from a gloo gang share its connections
+// (GANG_GLOO_SHARED_CONNECTIONS=1) or open their own (0, the default): the
+// sharing gangs' failures are not as separate (gloo_view.h).
+bool shared_connections_from_env() {
+  const char* v = std::getenv("GANG_GLOO_SHARED_CONNECTIONS");
+  if (v == nullptr || *v == '\0' || std::strcmp(v, "0") == 0) return false;
+  if (std::strcmp(v, "1") == 0) return true;
+  fail(Status::kInvalidArgument, "GANG_GLOO_SHARED_CONNECTIONS is \"", v,
+       "\": it must be 0 (each gang opens its own connections) or 1 (gangs split from a "
+       "gloo gang share its connections)");
+}
 
 std::unique_ptr<core::Backend> make_gloo(const core::BackendConfig& c) {
   if (c.device_type != core::DeviceType::kCpu) {
@@ -79,9 +169,12 @@ std::unique_ptr<core::Backend> make_gloo(const core::BackendConfig& c) {
   }
   // Read once, before connecting: a bad value fails at once.
   const Algorithm algorithm = algorithm_from_env();
+  const bool share = shared_connections_from_env();
   std::shared_ptr<::gloo::transport::Device> device;
+  std::shared_ptr<Mesh> parent_mesh;
   if (const auto* parent = dynamic_cast<const GlooBackend*>(c.parent)) {
     device = parent->device();
+    if (share) parent_mesh = parent->mesh();
   }
   if (c.size == 1)
     return std::make_unique<GlooBackend>(c, device, nullptr, algorithm);
@@ -92,10 +185,16 @@ std::unique_ptr<core::Backend> make_gloo(const core::BackendConfig& c) {
   // Connecting counts against the creation's deadline; operations pass
   // their own timeouts.
   const auto left = std::chrono::duration_cast<Millis>(c.deadline - Clock::now());
-  std::shared_ptr<::gloo::rendezvous::Context> context;
+  const Millis timeout = std::max(Millis(1), std::min(c.timeout, left));
+  std::shared_ptr<View> view;
   try {
-    context = connect_mesh(*c.store, device, c.rank, c.size, c.secret,
-                           std::max(Millis(1), std::min(c.timeout, left)), c.timeout);
+    if (parent_mesh) view = share_mesh(c, parent_mesh, device, timeout);
+    if (!view) {
+      auto mesh = connect_mesh(c.store, device, c.rank, c.size, c.secret, timeout, c.timeout);
+      std::vector<int> members(static_cast<size_t>(c.size));
+      for (int r = 0; r < c.size; ++r) members[static_cast<size_t>(r)] = r;
+      view = std::make_shared<View>(std::move(mesh), device, c.rank, std::move(members), 0);
+    }
   } catch (const ::gloo::Exception& e) {
     const std::string what = e.what();
     if (std::string why; base::out_of_descriptors(&why)) {
@@ -109,9 +208,8 @@ std::unique_ptr<core::Backend> make_gloo(const core::BackendConfig& c) {
          "gang_create: connecting rank ", c.rank, " to its ", c.size - 1,
          " peers failed: ", what);
   }
-  context->setTimeout(c.timeout);
-  return std::make_unique<GlooBackend>(c, std::move(device), std::move(context),
-                                       algorithm);
+  view->setTimeout(c.timeout);
+  return std::make_unique<GlooBackend>(c, std::move(device), std::move(view), algorithm);
 }
 
 core::BackendInfo gloo_info() {

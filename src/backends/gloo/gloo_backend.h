@@ -4,7 +4,6 @@
 // Gloo's pairs at once and complete through a GlooP2PWork.
 #pragma once
 
-#include <gloo/rendezvous/context.h>
 #include <gloo/transport/device.h>
 
 #include <atomic>
@@ -12,17 +11,17 @@
 
 #include "backends/gloo/gloo_collectives.h"
 #include "backends/gloo/gloo_frames.h"
+#include "backends/gloo/gloo_view.h"
 #include "core/backend.h"
 
 namespace gang::backends::gloo_impl {
 
 class GlooBackend final : public core::Backend {
  public:
-  // context is null for a gang of size 1, which needs no peers.
+  // view is null for a gang of size 1, which needs no peers.
   GlooBackend(const core::BackendConfig& config,
               std::shared_ptr<::gloo::transport::Device> device,
-              std::shared_ptr<::gloo::rendezvous::Context> context,
-              Algorithm algorithm);
+              std::shared_ptr<View> view, Algorithm algorithm);
   ~GlooBackend() override;
 
   const char* name() const override { return "gloo"; }
@@ -34,13 +33,16 @@ class GlooBackend final : public core::Backend {
   const std::shared_ptr<::gloo::transport::Device>& device() const {
     return device_;
   }
+  // The connections this gang uses, shared with the gangs split from it;
+  // null for a gang of size 1.
+  std::shared_ptr<Mesh> mesh() const { return view_ ? view_->mesh() : nullptr; }
 
  private:
   int rank_;
   int size_;
   core::Capabilities caps_;
   std::shared_ptr<::gloo::transport::Device> device_;
-  std::shared_ptr<::gloo::rendezvous::Context> context_;
+  std::shared_ptr<View> view_;
   // Every buffer someone may wait on; shared with the point-to-point works,
   // which may outlive the backend.
   std::shared_ptr<Waits> waits_;

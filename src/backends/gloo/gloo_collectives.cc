@@ -10,6 +10,7 @@
 
 #include "backends/gloo/gloo_frames.h"
 #include "backends/gloo/gloo_pairs.h"
+#include "backends/gloo/gloo_view.h"
 #include "base/descriptors.h"
 #include "base/copy.h"
 #include "base/error.h"
@@ -63,10 +64,6 @@ constexpr size_t kTwoRankRingBytes = 1024 * 1024;
 
 using base::copy_bytes;
 using base::move_bytes;
-
-uint64_t slot(uint8_t prefix, uint32_t tag, uint32_t step) {
-  return (uint64_t{prefix} << 56) | (uint64_t{tag} << 24) | (step & 0xffffff);
-}
 
 // Posts [offset, offset + n) of b to (send) or from `peer` on early slots.
 void post_early(Transfers& t, ::gloo::transport::UnboundBuffer* b, bool send,
@@ -727,8 +724,10 @@ Algorithm algorithm_from_env() {
 }
 
 uint32_t wire_tag(const core::Operation& op) {
-  return (static_cast<uint32_t>(op.seq) & 0x3fffffffu) |
-         (static_cast<uint32_t>(op.channel) << 30);
+  // 16 bits (gloo_frames.h): a rank is never 2^14 operations of one
+  // channel ahead of a peer it shares a transfer with.
+  return (static_cast<uint32_t>(op.seq) & 0x3fffu) |
+         (static_cast<uint32_t>(op.channel) << 14);
 }
 
 void rethrow_gloo(const ::gloo::Exception& e, core::Clock::time_point deadline,
@@ -744,8 +743,9 @@ void rethrow_gloo(const ::gloo::Exception& e, core::Clock::time_point deadline,
       what.find("Timed out") != std::string::npos) {
     fail(Status::kTimeout, "timed out: ", what);
   }
+  View* view = as_view(context);
   const std::vector<int> lost =
-      peer >= 0 ? std::vector<int>{peer} : broken_peers(context);
+      peer >= 0 ? std::vector<int>{peer} : view != nullptr ? view->broken() : std::vector<int>{};
   if (lost.empty()) fail(Status::kPeerLost, "lost a peer: ", what);
   fail(Status::kPeerLost, "lost the connection to ", rank_list(lost), ": ", what);
 }
@@ -787,14 +787,26 @@ GlooP2PWork::GlooP2PWork(std::shared_ptr<::gloo::Context> ctx,
     }
     if (bytes_ > kInlineBytes) {
       payload_buf_ = std::make_unique<WaitableBuffer>(ctx_, waits_, data_, bytes_);
-      for (size_t off = 0; off < bytes_; off += kChunkBytes, ++chunks_) {
-        const size_t n = std::min(kChunkBytes, bytes_ - off);
-        const uint64_t sl = payload_prefix | (uint64_t{n} << 32) | tag;
+      // Chunks of kChunkBytes, then one per set bit of the rest, largest
+      // first, each on a slot that names its size (as a power of two): a
+      // chunk only ever meets a receive of its own size, even between ranks
+      // that disagree on the count, where a longer message than the receive
+      // would make Gloo abort the process; the frame reports the
+      // disagreement.
+      size_t off = 0;
+      auto post = [&](size_t n, unsigned log2) {
+        const uint64_t sl = payload_prefix | (uint64_t{log2} << 31) | tag;
         if (is_send_) {
           (*payload_buf_)->send(peer_, sl, off, n);
         } else {
           (*payload_buf_)->recv(peer_, sl, off, n);
         }
+        off += n;
+        ++chunks_;
+      };
+      while (bytes_ - off >= kChunkBytes) post(kChunkBytes, kChunkLog2);
+      for (unsigned b = kChunkLog2; b-- > 0;) {
+        if (((bytes_ - off) >> b) & 1) post(size_t{1} << b, b);
       }
     }
   } catch (const ::gloo::Exception& e) {
@@ -804,6 +816,16 @@ GlooP2PWork::GlooP2PWork(std::shared_ptr<::gloo::Context> ctx,
 
 GlooP2PWork::~GlooP2PWork() {
   if (waiter_.joinable()) waiter_.join();
+  // A transfer that never completed (failed, or never waited for) closes
+  // its connection before its buffers go (gloo_view.h).
+  bool completed = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    completed = done_ && status_ == Status::kOk;
+  }
+  if (!completed && frame_buf_) {
+    if (View* view = as_view(*ctx_)) view->fence({peer_});
+  }
 }
 
 void GlooP2PWork::check_received_frame() {

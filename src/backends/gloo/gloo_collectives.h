@@ -18,9 +18,9 @@
 
 namespace gang::backends::gloo_impl {
 
-// The Gloo tag of an operation: its sequence number, with the channel in
-// the top bits so the user's collectives, the fingerprints and the core's
-// control traffic never share a slot.
+// The Gloo tag of an operation (16 bits): its sequence number, with the
+// channel in the top bits so the user's collectives, the fingerprints and
+// the core's control traffic never share a slot.
 uint32_t wire_tag(const core::Operation& op);
 
 // Working memory a backend keeps between operations, one per channel (the
@@ -83,7 +83,8 @@ void run_collective(const std::shared_ptr<::gloo::Context>& ctx,
 // cannot wait in Gloo itself).
 class GlooP2PWork final : public core::BackendWork {
  public:
-  static constexpr size_t kChunkBytes = size_t{1} << 23;
+  static constexpr unsigned kChunkLog2 = 23;
+  static constexpr size_t kChunkBytes = size_t{1} << kChunkLog2;
 
   GlooP2PWork(std::shared_ptr<::gloo::Context> ctx, std::shared_ptr<Waits> waits,
               const core::Operation& op);

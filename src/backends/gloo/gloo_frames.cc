@@ -1,11 +1,11 @@
 #include "backends/gloo/gloo_frames.h"
 
-
 #include <gloo/common/error.h>
 #include <gloo/types.h>
 
 #include <cstring>
 
+#include "backends/gloo/gloo_view.h"
 #include "base/descriptors.h"
 #include "base/error.h"
 #include "core/collective.h"
@@ -145,6 +145,16 @@ WaitableBuffer::WaitableBuffer(const std::shared_ptr<::gloo::Context>& ctx,
 
 WaitableBuffer::~WaitableBuffer() { waits_->remove(buffer_.get()); }
 
+Transfers::~Transfers() {
+  // Transfers posted and never completed (the operation failed): their
+  // connections close before their buffers go, so that nothing arrives in
+  // memory the caller has got back.
+  if (pending_.empty()) return;
+  std::vector<int> peers;
+  for (const Pending& p : pending_) peers.push_back(p.peer);
+  if (View* view = as_view(*ctx_)) view->fence(peers);
+}
+
 ::gloo::transport::UnboundBuffer* Transfers::buffer(const void* data,
                                                     size_t n) {
   buffers_.push_back(std::make_unique<WaitableBuffer>(ctx_, waits_, data, n));
@@ -236,8 +246,7 @@ void exchange_frames(const std::shared_ptr<::gloo::Context>& ctx,
                      const std::vector<Frame>& frames_out,
                      std::vector<Frame>& frames_in, uint32_t step) {
   if (partners.empty()) return;
-  const uint64_t slot =
-      ::gloo::Slot::build(kFramePrefix, tag) + static_cast<uint8_t>(step);
+  const uint64_t frame_slot = slot(kFramePrefix, tag, step);
   constexpr size_t F = sizeof(Frame);
   Transfers t(ctx, waits, deadline);
   auto* out = t.buffer(frames_out.data(), frames_out.size() * F);
@@ -251,8 +260,8 @@ void exchange_frames(const std::shared_ptr<::gloo::Context>& ctx,
   for (size_t i = 0; i < partners.size(); ++i) {
     const int p = partners[i];
     in[i] = t.buffer(&frames_in[static_cast<size_t>(p)], F);
-    t.recv(in[i], p, slot, 0, F);
-    t.send(out, p, slot, static_cast<size_t>(p) * F, F);
+    t.recv(in[i], p, frame_slot, 0, F);
+    t.send(out, p, frame_slot, static_cast<size_t>(p) * F, F);
   }
   for (size_t i = 0; i < partners.size(); ++i) {
     const int p = partners[i];

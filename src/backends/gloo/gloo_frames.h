@@ -30,6 +30,13 @@ namespace gang::backends::gloo_impl {
 
 constexpr size_t kInlineBytes = 72;
 
+// A collective's slot: the kind of traffic (top byte), the operation's wire
+// tag (16 bits) and a step or size (24 bits), which leaves bits 40-55 for
+// the gang's space (gloo_view.h).
+inline uint64_t slot(uint8_t prefix, uint32_t tag, uint32_t step) {
+  return (uint64_t{prefix} << 56) | (uint64_t{tag & 0xffff} << 24) | (step & 0xffffff);
+}
+
 struct Frame {
   uint32_t magic;
   uint8_t kind;  // core::OpKind
@@ -99,6 +106,10 @@ class Transfers {
   Transfers(std::shared_ptr<::gloo::Context> ctx, std::shared_ptr<Waits> waits,
             core::Clock::time_point deadline)
       : ctx_(std::move(ctx)), waits_(std::move(waits)), deadline_(deadline) {}
+  // Closes the connections of the transfers never waited for (gloo_view.h).
+  ~Transfers();
+  Transfers(const Transfers&) = delete;
+  Transfers& operator=(const Transfers&) = delete;
 
   // A buffer over [data, data + n) to post transfers on.
   ::gloo::transport::UnboundBuffer* buffer(const void* data, size_t n);

@@ -45,24 +45,38 @@ constexpr auto kProofWithin = std::chrono::seconds(10);
 // Connections the kernel queues before the event loop accepts them: every
 // lower rank may connect at once.
 constexpr int kBacklog = 128;
-// A connection's first bytes: the connecting rank, then the proof.
+// A connection's first bytes: the connecting rank, the connection's
+// generation (both 4 bytes, big-endian), then the proof.
 constexpr size_t kRankBytes = 4;
-constexpr size_t kHelloBytes = kRankBytes + base::kDigestBytes;
+constexpr size_t kGenerationBytes = 4;
+constexpr size_t kHelloBytes = kRankBytes + kGenerationBytes + base::kDigestBytes;
 
 std::string proof(const std::string& secret, int connector, int listener,
-                  const std::vector<char>& listener_address) {
-  std::string message = str_cat("gang gloo pair v2 ", connector, " ", listener, " ");
+                  uint32_t generation, const std::vector<char>& listener_address) {
+  std::string message = str_cat("gang gloo pair v3 ", connector, " ", listener, " ",
+                                generation, " ");
   message.append(listener_address.begin(), listener_address.end());
   const base::Digest d = base::hmac_sha256(secret, message);
   return std::string(d.begin(), d.end());
 }
 
+void put_u32(std::string& s, uint32_t v) {
+  s += {static_cast<char>(v >> 24), static_cast<char>(v >> 16), static_cast<char>(v >> 8),
+        static_cast<char>(v)};
+}
+
+uint32_t get_u32(const char* p) {
+  const auto* b = reinterpret_cast<const unsigned char*>(p);
+  return (uint32_t{b[0]} << 24) | (uint32_t{b[1]} << 16) | (uint32_t{b[2]} << 8) |
+         uint32_t{b[3]};
+}
+
 std::string hello(const std::string& secret, int connector, int listener,
-                  const std::vector<char>& listener_address) {
-  const auto r = static_cast<uint32_t>(connector);
-  std::string h{static_cast<char>(r >> 24), static_cast<char>(r >> 16),
-                static_cast<char>(r >> 8), static_cast<char>(r)};
-  return h + proof(secret, connector, listener, listener_address);
+                  uint32_t generation, const std::vector<char>& listener_address) {
+  std::string h;
+  put_u32(h, static_cast<uint32_t>(connector));
+  put_u32(h, generation);
+  return h + proof(secret, connector, listener, generation, listener_address);
 }
 
 // This file reads Gloo's Pair through headers that must describe the
@@ -418,102 +432,166 @@ class Listener final : public tcp::Pair {
 
 void Candidate::handleEvents(int) { listener->on_candidate(*this); }
 
-// The transport context: pairs made on first use (see gloo_pairs.h).
-class MeshPairs final : public tcp::Context {
+// The transport context of the mesh: pairs made on first use, and again
+// after a fence (see gloo_pairs.h).
+class MeshPairs final : public tcp::Context, public Mesh {
  public:
-  MeshPairs(std::shared_ptr<tcp::Device> device, int rank, int size,
-            std::string secret, Millis timeout)
+  MeshPairs(std::shared_ptr<tcp::Device> device, std::shared_ptr<store::Store> store, int rank,
+            int size, std::string secret, Millis timeout)
       : tcp::Context(std::move(device), rank, size),
+        store_(std::move(store)),
         secret_(std::move(secret)),
         connecting_(static_cast<size_t>(size), false),
-        connected_(new std::atomic<bool>[static_cast<size_t>(size)]()) {
+        current_(new std::atomic<Conn*>[static_cast<size_t>(size)]()) {
     setTimeout(timeout);
     listener_ = std::make_unique<Listener>(this, this, device_.get(), timeout, secret_);
   }
 
-  // The listener goes first: once it is shut, no pair is adopted any more,
-  // and Gloo's destructor closes the pairs.
-  ~MeshPairs() override { listener_.reset(); }
+  // The listener goes first: once it is shut, no pair is adopted any more.
+  // Then every connection ever made, newest first.
+  ~MeshPairs() override {
+    listener_.reset();
+    std::lock_guard<std::mutex> lock(mu_);
+    closed_ = true;
+    for (int peer = 0; peer < size; ++peer) {
+      Conn* c = current_[static_cast<size_t>(peer)].load(std::memory_order_relaxed);
+      while (c != nullptr) {
+        Conn* older = c->older;
+        delete c;
+        c = older;
+      }
+    }
+  }
+
+  int mesh_rank() const override { return tcp::Context::rank; }
+  int mesh_size() const override { return tcp::Context::size; }
+  store::Store& store() override { return *store_; }
 
   const std::vector<char>& address() const { return listener_->listening_address(); }
   void set_addresses(std::vector<std::vector<char>> all) { addresses_ = std::move(all); }
 
   std::unique_ptr<::gloo::transport::Pair>& getPair(int peer) override {
-    auto& slot = pairs_.at(static_cast<size_t>(peer));
-    // Every transfer asks: once connected, no lock.
-    if (connected_[static_cast<size_t>(peer)].load(std::memory_order_acquire)) return slot;
+    uint32_t generation = 0;
+    return pair(peer, &generation);
+  }
+
+  std::unique_ptr<::gloo::transport::Pair>& pair(int peer, uint32_t* generation) override {
+    if (peer < 0 || peer >= size || peer == tcp::Context::rank) {
+      GLOO_THROW_INVALID_OPERATION_EXCEPTION("no pair of rank ", tcp::Context::rank,
+                                             " with rank ", peer);
+    }
+    const auto i = static_cast<size_t>(peer);
+    // Every transfer asks: a live connection is found without a lock. One
+    // its peer closed (a fence there) is left for a new one.
+    if (Conn* c = current_[i].load(std::memory_order_acquire);
+        c != nullptr && alive(*c)) {
+      *generation = c->generation;
+      return c->pair;
+    }
     std::unique_lock<std::mutex> lock(mu_);
-    if (slot) return slot;
-    if (peer == rank) GLOO_THROW_INVALID_OPERATION_EXCEPTION("no pair with itself");
+    // A mesh that only ever served one gang never makes a connection
+    // again: the peer closed it (it failed, aborted or died), and so has
+    // this gang.
+    if (Conn* c = current_[i].load(std::memory_order_relaxed);
+        c != nullptr && !shared.load() && !alive(*c)) {
+      throw ::gloo::IoException(str_cat("the connection with rank ", peer, " was closed"));
+    }
     const auto until = base::deadline_after(getTimeout());
-    if (peer > rank) {
+    if (peer > tcp::Context::rank) {
       // This rank connects; a second thread asking meanwhile waits for it.
-      while (connecting_[static_cast<size_t>(peer)] && !slot) {
+      for (;;) {
+        Conn* c = current_[i].load(std::memory_order_relaxed);
+        if (c != nullptr && alive(*c)) {
+          *generation = c->generation;
+          return c->pair;
+        }
+        if (!connecting_[i]) break;
         wait(lock, until, peer, "connect to");
       }
-      if (slot) return slot;
-      connecting_[static_cast<size_t>(peer)] = true;
+      if (closed_) throw ::gloo::IoException("the gang's connections were closed");
+      Conn* older = current_[i].load(std::memory_order_relaxed);
+      const uint32_t next = older != nullptr ? older->generation + 1 : 1;
+      connecting_[i] = true;
       lock.unlock();
-      std::unique_ptr<GangPair> pair;
+      std::unique_ptr<GangPair> made;
       try {
-        const auto& to = addresses_.at(static_cast<size_t>(peer));
-        pair = std::make_unique<GangPair>(this, device_.get(), peer, getTimeout());
-        pair->connect_out(to, hello(secret_, rank, peer, to));
+        const auto& to = addresses_.at(i);
+        made = std::make_unique<GangPair>(this, device_.get(), peer, getTimeout());
+        made->connect_out(to, hello(secret_, tcp::Context::rank, peer, next, to));
       } catch (...) {
         lock.lock();
-        connecting_[static_cast<size_t>(peer)] = false;
+        connecting_[i] = false;
         cv_.notify_all();
         throw;
       }
       lock.lock();
-      connecting_[static_cast<size_t>(peer)] = false;
+      connecting_[i] = false;
+      cv_.notify_all();
       if (closed_) {
         lock.unlock();
-        pair->close();
+        made->close();
         throw ::gloo::IoException("the gang's connections were closed");
       }
-      slot = std::move(pair);
-      connected_[static_cast<size_t>(peer)].store(true, std::memory_order_release);
-      cv_.notify_all();
-      return slot;
+      Conn* c = publish(i, std::move(made), next);
+      *generation = c->generation;
+      return c->pair;
     }
-    // The lower rank connects to this one.
-    while (!slot) wait(lock, until, peer, "be connected to by");
-    return slot;
+    // The lower rank connects to this one (again, after a fence).
+    for (;;) {
+      Conn* c = current_[i].load(std::memory_order_relaxed);
+      if (c != nullptr && alive(*c)) {
+        *generation = c->generation;
+        return c->pair;
+      }
+      wait(lock, until, peer, "be connected to by");
+    }
   }
 
-  // Loop thread: a connection from `peer` proved the secret. False when
-  // this rank takes no more connections or already has one with `peer`.
-  bool adopt(int peer, int fd) {
+  // Loop thread: a connection of `generation` from `peer` proved the
+  // secret. False when this rank takes no more connections or already has
+  // one at least as new.
+  bool adopt(int peer, uint32_t generation, int fd) {
     std::lock_guard<std::mutex> lock(mu_);
-    auto& slot = pairs_[static_cast<size_t>(peer)];
-    if (closed_ || slot) return false;
-    auto pair = std::make_unique<GangPair>(this, device_.get(), peer, getTimeout());
-    pair->adopt(fd);
-    slot = std::move(pair);
-    connected_[static_cast<size_t>(peer)].store(true, std::memory_order_release);
-    cv_.notify_all();
+    const auto i = static_cast<size_t>(peer);
+    Conn* older = current_[i].load(std::memory_order_relaxed);
+    if (closed_ || (older != nullptr && generation <= older->generation)) return false;
+    auto made = std::make_unique<GangPair>(this, device_.get(), peer, getTimeout());
+    made->adopt(fd);
+    // The peer left the older connection behind: its end is closed, and
+    // ours closes when that arrives.
+    if (older != nullptr) older->dead.store(true, std::memory_order_release);
+    publish(i, std::move(made), generation);
     return true;
   }
 
-  // The peers whose connection failed.
-  std::vector<int> broken() {
-    std::vector<int> peers;
-    std::lock_guard<std::mutex> lock(mu_);
-    for (size_t peer = 0; peer < pairs_.size(); ++peer) {
-      auto* pair = dynamic_cast<GangPair*>(pairs_[peer].get());
-      if (pair != nullptr && pair->broken()) peers.push_back(static_cast<int>(peer));
+  void fence(int peer, uint32_t generation) noexcept override {
+    if (peer < 0 || peer >= size || generation == 0) return;
+    ::gloo::transport::Pair* open = nullptr;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      for (Conn* c = current_[static_cast<size_t>(peer)].load(std::memory_order_relaxed);
+           c != nullptr; c = c->older) {
+        if (c->generation != generation) continue;
+        if (!c->dead.exchange(true, std::memory_order_acq_rel)) open = c->pair.get();
+        break;
+      }
+      cv_.notify_all();
     }
-    return peers;
+    if (open == nullptr) return;
+    try {
+      open->close();
+    } catch (...) {
+    }
   }
 
-  void close_all() noexcept {
+  void close() noexcept override {
     std::vector<::gloo::transport::Pair*> open;
     {
       std::lock_guard<std::mutex> lock(mu_);
       closed_ = true;
-      for (auto& p : pairs_) {
-        if (p) open.push_back(p.get());
+      for (int peer = 0; peer < size; ++peer) {
+        Conn* c = current_[static_cast<size_t>(peer)].load(std::memory_order_relaxed);
+        if (c != nullptr && !c->dead.exchange(true)) open.push_back(c->pair.get());
       }
       cv_.notify_all();
     }
@@ -526,7 +604,42 @@ class MeshPairs final : public tcp::Context {
     }
   }
 
+  bool broken(int peer) override {
+    if (peer < 0 || peer >= size || peer == tcp::Context::rank) return false;
+    Conn* c = current_[static_cast<size_t>(peer)].load(std::memory_order_acquire);
+    return c != nullptr && !alive(*c);
+  }
+
  private:
+  // One connection with a peer; the ones before it stay (closed) until the
+  // mesh goes, so that a thread still holding one never holds freed memory.
+  struct Conn {
+    std::unique_ptr<::gloo::transport::Pair> pair;
+    uint32_t generation = 0;
+    std::atomic<bool> dead{false};
+    Conn* older = nullptr;
+  };
+
+  // Not fenced here, not closed by the peer, not broken; once not alive,
+  // never again.
+  static bool alive(Conn& c) {
+    if (c.dead.load(std::memory_order_acquire)) return false;
+    if (!static_cast<GangPair*>(c.pair.get())->broken()) return true;
+    c.dead.store(true, std::memory_order_release);
+    return false;
+  }
+
+  // Lock held: makes `made` the connection with peer i.
+  Conn* publish(size_t i, std::unique_ptr<GangPair> made, uint32_t generation) {
+    auto* c = new Conn();
+    c->pair = std::move(made);
+    c->generation = generation;
+    c->older = current_[i].load(std::memory_order_relaxed);
+    current_[i].store(c, std::memory_order_release);
+    cv_.notify_all();
+    return c;
+  }
+
   // Waits a slice for a change; throws once closed or past `until`. Late
   // proofs are swept meanwhile (a silent connection never wakes the loop).
   void wait(std::unique_lock<std::mutex>& lock, Clock::time_point until, int peer,
@@ -534,7 +647,7 @@ class MeshPairs final : public tcp::Context {
     if (closed_) throw ::gloo::IoException("the gang's connections were closed");
     const auto now = Clock::now();
     if (now >= until) {
-      throw ::gloo::IoException(str_cat("Timed out: rank ", rank, " waited ",
+      throw ::gloo::IoException(str_cat("Timed out: rank ", tcp::Context::rank, " waited ",
                                         getTimeout().count(), " ms to ", what,
                                         " rank ", peer));
     }
@@ -547,13 +660,14 @@ class MeshPairs final : public tcp::Context {
     }
   }
 
+  const std::shared_ptr<store::Store> store_;
   const std::string secret_;
   std::vector<std::vector<char>> addresses_;  // every rank's listening port
   std::unique_ptr<Listener> listener_;
-  std::mutex mu_;  // pairs_ (the slots), connecting_, closed_
+  std::mutex mu_;  // connecting_, closed_, and every change of current_
   std::condition_variable cv_;
   std::vector<bool> connecting_;
-  std::unique_ptr<std::atomic<bool>[]> connected_;  // per peer: its slot is set
+  std::unique_ptr<std::atomic<Conn*>[]> current_;  // per peer: the newest connection
   bool closed_ = false;
   Clock::time_point last_sweep_;
 };
@@ -577,18 +691,18 @@ void Listener::on_candidate(Candidate& c) {
         return;
       }
     }
-    const auto* b = reinterpret_cast<const unsigned char*>(c.hello);
-    const uint32_t from = (uint32_t{b[0]} << 24) | (uint32_t{b[1]} << 16) |
-                          (uint32_t{b[2]} << 8) | uint32_t{b[3]};
+    const uint32_t from = get_u32(c.hello);
+    const uint32_t generation = get_u32(c.hello + kRankBytes);
     const int me = context_->rank;
     // Only a lower rank connects to this one.
     const std::string expected =
         from < static_cast<uint32_t>(me)
-            ? proof(secret_, static_cast<int>(from), me, address_)
+            ? proof(secret_, static_cast<int>(from), me, generation, address_)
             : std::string(base::kDigestBytes, '\0');
     if (from >= static_cast<uint32_t>(me) ||
         !base::equal_in_constant_time(
-            std::string(c.hello + kRankBytes, base::kDigestBytes), expected)) {
+            std::string(c.hello + kRankBytes + kGenerationBytes, base::kDigestBytes),
+            expected)) {
       refuse(c, "did not prove the gang's secret");
       return;
     }
@@ -596,9 +710,9 @@ void Listener::on_candidate(Candidate& c) {
     device_->unregisterDescriptor(fd, &c);
     c.fd = -1;
     c.got = 0;
-    if (!pairs_->adopt(static_cast<int>(from), fd)) {
-      GANG_LOG(kWarn, "gloo: rank ", me, " closed a second connection from rank ",
-               from);
+    if (!pairs_->adopt(static_cast<int>(from), generation, fd)) {
+      GANG_LOG(kWarn, "gloo: rank ", me, " closed a connection from rank ", from,
+               " of generation ", generation, ", which is not newer than the one it has");
       ::close(fd);
     }
   } catch (const std::exception& e) {
@@ -607,29 +721,13 @@ void Listener::on_candidate(Candidate& c) {
   }
 }
 
-// A Gloo context over the pairs above.
-class MeshContext final : public ::gloo::rendezvous::Context {
- public:
-  MeshContext(int rank, int size, std::shared_ptr<::gloo::transport::Device> device,
-              std::shared_ptr<MeshPairs> pairs)
-      : ::gloo::rendezvous::Context(rank, size), pairs_(pairs) {
-    device_ = std::move(device);
-    transportContext_ = std::move(pairs);
-  }
-
-  void close_all() noexcept { pairs_->close_all(); }
-  std::vector<int> broken() { return pairs_->broken(); }
-
- private:
-  std::shared_ptr<MeshPairs> pairs_;
-};
-
 }  // namespace
 
-std::shared_ptr<::gloo::rendezvous::Context> connect_mesh(
-    store::Store& store, std::shared_ptr<::gloo::transport::Device> device,
-    int rank, int size, const std::string& secret, Millis timeout,
-    Millis pair_timeout) {
+std::shared_ptr<Mesh> connect_mesh(std::shared_ptr<store::Store> shared_store,
+                                   std::shared_ptr<::gloo::transport::Device> device,
+                                   int rank, int size, const std::string& secret,
+                                   Millis timeout, Millis pair_timeout) {
+  store::Store& store = *shared_store;
   auto tcp_device = std::dynamic_pointer_cast<tcp::Device>(device);
   if (!tcp_device) {
     fail(Status::kInternal, "gloo: the device is not Gloo's TCP device");
@@ -639,7 +737,8 @@ std::shared_ptr<::gloo::rendezvous::Context> connect_mesh(
     return std::max(Millis(1),
                     std::chrono::duration_cast<Millis>(deadline - Clock::now()));
   };
-  auto pairs = std::make_shared<MeshPairs>(tcp_device, rank, size, secret, pair_timeout);
+  auto pairs = std::make_shared<MeshPairs>(tcp_device, std::move(shared_store), rank, size,
+                                           secret, pair_timeout);
   const std::vector<char>& mine = pairs->address();
   const size_t entry = mine.size();
 
@@ -671,16 +770,7 @@ std::shared_ptr<::gloo::rendezvous::Context> connect_mesh(
                         all.begin() + static_cast<ptrdiff_t>((r + 1) * entry));
   }
   pairs->set_addresses(std::move(addresses));
-  return std::make_shared<MeshContext>(rank, size, std::move(device), std::move(pairs));
-}
-
-void close_mesh(::gloo::rendezvous::Context& context) noexcept {
-  if (auto* mesh = dynamic_cast<MeshContext*>(&context)) mesh->close_all();
-}
-
-std::vector<int> broken_peers(::gloo::Context& context) {
-  if (auto* mesh = dynamic_cast<MeshContext*>(&context)) return mesh->broken();
-  return {};
+  return pairs;
 }
 
 }  // namespace gang::backends::gloo_impl

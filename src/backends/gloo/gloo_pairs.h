@@ -24,12 +24,28 @@
 // The connecting side trusts the address it read from the gang's store: the
 // store is as private as the secret (a token-protected store keeps both to
 // the job).
+//
+// One mesh may serve a gang and every gang split from it (gloo_view.h): a
+// process then holds one connection with each process of its lineage,
+// however many sub-gangs they share. A gang that fails closes the
+// connections it was using (fence), which both ends the waits of its
+// transfers that can never complete and keeps a late message of its own
+// from landing in a buffer it gave up; the next use connects again (on a
+// mesh that only ever served one gang, a closed connection stays closed,
+// and fails that gang). Each connection of a pair of ranks has a
+// generation, counted by both ends and named in the proof (so an old proof
+// opens nothing): the listening rank takes a
+// connection of a newer generation in place of the one it holds, and a
+// fence closes only the generation the failed gang used, never a newer one
+// that another gang has already made.
 #pragma once
 
-#include <gloo/rendezvous/context.h>
 #include <gloo/transport/device.h>
+#include <gloo/transport/pair.h>
 
+#include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -40,24 +56,45 @@ class Store;
 
 namespace gang::backends::gloo_impl {
 
-// The context of rank `rank` of `size`: publishes its listening address
-// under "<rank>" in `store` (already prefixed for this gang), rank 0 the
-// list of all under "all", and returns a Gloo context whose pairs connect
-// on first use. Waits for the list until `timeout`; a pair's connection
-// waits up to `pair_timeout`. Gloo exceptions (a peer that refused or
-// never came) pass through.
-std::shared_ptr<::gloo::rendezvous::Context> connect_mesh(
-    store::Store& store, std::shared_ptr<::gloo::transport::Device> device,
-    int rank, int size, const std::string& secret,
-    std::chrono::milliseconds timeout, std::chrono::milliseconds pair_timeout);
+// The connections of this rank with the other ranks of a root gang (its
+// "mesh ranks"), shared by the gangs split from it.
+class Mesh {
+ public:
+  virtual ~Mesh() = default;
+  virtual int mesh_rank() const = 0;
+  virtual int mesh_size() const = 0;
+  // The connection with mesh rank `peer`, made on first use (or again after
+  // a fence); *generation says which connection of the two ranks it is.
+  // Throws a Gloo exception when it cannot be made.
+  virtual std::unique_ptr<::gloo::transport::Pair>& pair(int peer, uint32_t* generation) = 0;
+  // Closes connection `generation` with `peer` if it is still open (no
+  // linger: the peer's operations on it fail). From any thread but Gloo's.
+  virtual void fence(int peer, uint32_t generation) noexcept = 0;
+  // Closes every connection and the listening port; later connections are
+  // refused, and waits for one end. From any thread but Gloo's.
+  virtual void close() noexcept = 0;
+  // Whether the current connection with `peer` failed (fenced, closed by
+  // the peer, or broken), as far as a look without waiting can tell; such a
+  // connection is made again on its next use.
+  virtual bool broken(int peer) = 0;
+  // The gangs that use this mesh now, and whether it ever served more than
+  // one (gloo_view.h counts them).
+  std::atomic<int> gangs{0};
+  std::atomic<bool> shared{false};
+  // The store the root gang met in: where the gangs of this mesh count
+  // their slot spaces (gloo_view.h).
+  virtual store::Store& store() = 0;
+};
 
-// Closes every pair connected so far (no linger: the peers' operations with
-// this rank fail) and the listening port, and ends every wait for a
-// connection; later connections are refused. From any thread.
-void close_mesh(::gloo::rendezvous::Context& context) noexcept;
-
-// The peers whose connection with this rank failed (closed by the peer, or
-// broken), in rank order; the ones whose pair is busy are not looked at.
-std::vector<int> broken_peers(::gloo::Context& context);
+// The mesh of rank `rank` of `size`: publishes its listening address under
+// "<rank>" in `store` (already prefixed for this gang), rank 0 the list of
+// all under "all". Waits for the list until `timeout`; a connection waits
+// up to `pair_timeout`. Gloo exceptions (a peer that refused or never came)
+// pass through. The mesh keeps `store` for the gangs split later.
+std::shared_ptr<Mesh> connect_mesh(std::shared_ptr<store::Store> store,
+                                   std::shared_ptr<::gloo::transport::Device> device,
+                                   int rank, int size, const std::string& secret,
+                                   std::chrono::milliseconds timeout,
+                                   std::chrono::milliseconds pair_timeout);
 
 }  // namespace gang::backends::gloo_impl

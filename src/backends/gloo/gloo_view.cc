@@ -1,0 +1,137 @@
+#include "backends/gloo/gloo_view.h"
+
+#include <gloo/common/error.h>
+#include <gloo/transport/tcp/context.h>
+#include <gloo/transport/tcp/device.h>
+#include <gloo/transport/tcp/unbound_buffer.h>
+
+#include <atomic>
+
+#include "base/error.h"
+
+namespace gang::backends::gloo_impl {
+
+namespace tcp = ::gloo::transport::tcp;
+
+namespace {
+
+// A buffer whose transfers travel in its gang's space.
+class SpacedBuffer final : public tcp::UnboundBuffer {
+ public:
+  SpacedBuffer(const std::shared_ptr<tcp::Context>& context, void* ptr, size_t size,
+               uint64_t space)
+      : tcp::UnboundBuffer(context, ptr, size), space_(space << kSpaceShift) {}
+
+  void send(int dst, uint64_t slot, size_t offset, size_t nbytes) override {
+    tcp::UnboundBuffer::send(dst, spaced(slot), offset, nbytes);
+  }
+  void recv(int src, uint64_t slot, size_t offset, size_t nbytes) override {
+    tcp::UnboundBuffer::recv(src, spaced(slot), offset, nbytes);
+  }
+  void recv(std::vector<int>, uint64_t, size_t, size_t) override {
+    // The mesh's pairs look for such receives in the mesh's context, not
+    // in a view's.
+    GLOO_THROW_INVALID_OPERATION_EXCEPTION("a gang view receives from one rank at a time");
+  }
+
+ private:
+  uint64_t spaced(uint64_t slot) const {
+    if ((slot & kSpaceMask) != 0) {
+      GLOO_THROW_INVALID_OPERATION_EXCEPTION("slot ", slot, " does not leave room for a space");
+    }
+    return slot | space_;
+  }
+
+  const uint64_t space_;
+};
+
+}  // namespace
+
+// The transport side of a view: its pairs are the mesh's, found by member.
+class ViewTransport final : public tcp::Context {
+ public:
+  ViewTransport(std::shared_ptr<Mesh> mesh, std::shared_ptr<tcp::Device> device, int rank,
+                std::vector<int> members, uint32_t space)
+      : tcp::Context(std::move(device), rank, static_cast<int>(members.size())),
+        mesh_(std::move(mesh)),
+        members_(std::move(members)),
+        space_(space),
+        used_(new std::atomic<uint32_t>[members_.size()]()) {}
+
+  std::unique_ptr<::gloo::transport::Pair>& getPair(int peer) override {
+    if (peer < 0 || peer >= size) {
+      GLOO_THROW_INVALID_OPERATION_EXCEPTION("rank ", peer, " is not in a gang of ", size);
+    }
+    uint32_t generation = 0;
+    auto& pair = mesh_->pair(members_[static_cast<size_t>(peer)], &generation);
+    auto& used = used_[static_cast<size_t>(peer)];
+    if (used.load(std::memory_order_relaxed) != generation) {
+      used.store(generation, std::memory_order_relaxed);
+    }
+    return pair;
+  }
+
+  std::unique_ptr<::gloo::transport::Pair>& createPair(int) override {
+    GLOO_THROW_INVALID_OPERATION_EXCEPTION("a gang view makes no pairs of its own");
+  }
+
+  std::unique_ptr<::gloo::transport::UnboundBuffer> createUnboundBuffer(void* ptr,
+                                                                        size_t size) override {
+    return std::make_unique<SpacedBuffer>(shared_from_this(), ptr, size, space_);
+  }
+
+  void fence(int peer) noexcept {
+    if (peer < 0 || peer >= size || peer == rank) return;
+    const uint32_t generation = used_[static_cast<size_t>(peer)].load(std::memory_order_relaxed);
+    if (generation != 0) mesh_->fence(members_[static_cast<size_t>(peer)], generation);
+  }
+
+  bool broken(int peer) {
+    return used_[static_cast<size_t>(peer)].load(std::memory_order_relaxed) != 0 &&
+           mesh_->broken(members_[static_cast<size_t>(peer)]);
+  }
+
+ private:
+  std::shared_ptr<Mesh> mesh_;
+  std::vector<int> members_;
+  uint32_t space_;
+  // Per rank of the gang: the generation of the connection it last used
+  // (0: none yet).
+  std::unique_ptr<std::atomic<uint32_t>[]> used_;
+};
+
+View::View(std::shared_ptr<Mesh> mesh, std::shared_ptr<::gloo::transport::Device> device,
+           int rank, std::vector<int> members, uint32_t space)
+    : ::gloo::Context(rank, static_cast<int>(members.size())),
+      mesh_(std::move(mesh)),
+      space_(space) {
+  auto tcp_device = std::dynamic_pointer_cast<tcp::Device>(device);
+  if (!tcp_device) fail(Status::kInternal, "gloo: the device is not Gloo's TCP device");
+  transport_ = std::make_shared<ViewTransport>(mesh_, std::move(tcp_device), rank,
+                                               std::move(members), space);
+  device_ = std::move(device);
+  transportContext_ = transport_;
+  if (mesh_->gangs.fetch_add(1) > 0) mesh_->shared.store(true);
+}
+
+View::~View() { mesh_->gangs.fetch_sub(1); }
+
+void View::fence(const std::vector<int>& peers) noexcept {
+  for (int p : peers) transport_->fence(p);
+}
+
+void View::fence_all() noexcept {
+  for (int p = 0; p < size; ++p) transport_->fence(p);
+}
+
+std::vector<int> View::broken() {
+  std::vector<int> peers;
+  for (int p = 0; p < size; ++p) {
+    if (p != rank && transport_->broken(p)) peers.push_back(p);
+  }
+  return peers;
+}
+
+View* as_view(::gloo::Context& context) { return dynamic_cast<View*>(&context); }
+
+}  // namespace gang::backends::gloo_impl
