@@ -12,6 +12,13 @@ import (
 	"gang.dev/gang/internal/capi"
 )
 
+// Version is the version of gang this package belongs to (the library's
+// major.minor names the newest ABI node it exports: GANG_0.3 for 0.3.x).
+const Version = "0.3.0"
+
+// LibraryVersion is the version of the libgang the program runs on.
+func LibraryVersion() string { return capi.Gang_version_string() }
+
 // Why collectives yield: Go's sysmon treats a goroutine that has not passed
 // through the scheduler for 10 ms as long-running, and from then on takes
 // the P of each of its blocking cgo calls away at once. That wakes a

@@ -652,3 +652,10 @@ func exitStatus(err error) (syscall.WaitStatus, bool) {
 	ws, ok := exit.Sys().(syscall.WaitStatus)
 	return ws, ok
 }
+
+// The package and the library it runs on are the same release.
+func TestVersion(t *testing.T) {
+	if got := gang.LibraryVersion(); got != gang.Version {
+		t.Fatalf("libgang is %s, the Go package %s", got, gang.Version)
+	}
+}

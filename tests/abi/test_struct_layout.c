@@ -30,6 +30,16 @@
 #define SIZE(type, size) _Static_assert(sizeof(type) == (size), "sizeof(" #type ") is not " #size)
 
 #if GANG_LAYOUT_LP64
+FIELD(gang_store_callbacks_t, struct_size, 0);
+FIELD(gang_store_callbacks_t, ctx, 8);
+FIELD(gang_store_callbacks_t, set, 16);
+FIELD(gang_store_callbacks_t, get, 24);
+FIELD(gang_store_callbacks_t, add, 32);
+FIELD(gang_store_callbacks_t, remove, 40);
+FIELD(gang_store_callbacks_t, check, 48);
+FIELD(gang_store_callbacks_t, wait, 56);
+FIELD(gang_store_callbacks_t, release, 64);
+SIZE(gang_store_callbacks_t, 72);
 FIELD(gang_options_t, struct_size, 0);
 FIELD(gang_options_t, backend, 8);
 FIELD(gang_options_t, device_type, 16);
@@ -129,6 +139,16 @@ FIELD(gang_backend_t, shrink, 136);
 SIZE(gang_backend_t, 144);
 #endif
 #if GANG_LAYOUT_ILP32
+FIELD(gang_store_callbacks_t, struct_size, 0);
+FIELD(gang_store_callbacks_t, ctx, 4);
+FIELD(gang_store_callbacks_t, set, 8);
+FIELD(gang_store_callbacks_t, get, 12);
+FIELD(gang_store_callbacks_t, add, 16);
+FIELD(gang_store_callbacks_t, remove, 20);
+FIELD(gang_store_callbacks_t, check, 24);
+FIELD(gang_store_callbacks_t, wait, 28);
+FIELD(gang_store_callbacks_t, release, 32);
+SIZE(gang_store_callbacks_t, 36);
 FIELD(gang_options_t, struct_size, 0);
 FIELD(gang_options_t, backend, 4);
 FIELD(gang_options_t, device_type, 8);
