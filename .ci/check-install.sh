@@ -130,19 +130,32 @@ if [ -z "$loaded" ] ||
 fi
 # ---- static: pkg-config --static against libgang.a -------------------------
 if [ -f "$libdir/libgang.a" ]; then
-  # libgang.a by path, then what pkg-config --static says it needs.
-  slibs=$(pkg-config --static --libs-only-l gang | sed 's/-lgang //') || fail "pkg-config --static"
+  # What the README says: pkg-config's gang-static links libgang.a.
+  slibs=$(pkg-config --cflags --libs gang-static) || fail "pkg-config --libs gang-static"
+  echo "check-install: pkg-config --cflags --libs gang-static: $slibs"
   # shellcheck disable=SC2086
-  (cd "$work" && $cc -std=c99 -Wall -Werror prog.c -o prog-static $cflags \
-     "$libdir/libgang.a" $slibs) ||
-    fail "linking a C program against libgang.a with pkg-config --static ($slibs)"
+  (cd "$work" && $cc -std=c99 -Wall -Werror prog.c -o prog-static $slibs) ||
+    fail "linking a C program with pkg-config --libs gang-static ($slibs)"
   ldd "$work/prog-static" | grep libgang >/dev/null && fail "prog-static still loads libgang.so"
   timeout 120 "$work/prog-static" "file://$work/store-static" ||
     fail "the 3-rank program linked with libgang.a"
-  echo "check-install: libgang.a: a static C program ran 3 ranks"
+  echo "check-install: libgang.a (gang-static.pc): a static C program ran 3 ranks"
 else
   fail "no libgang.a under $libdir"
 fi
+
+# ---- the .pc adds no search path; the installed tools start anywhere ----------
+pkg-config --libs gang | grep -q -- '-rpath' && fail "gang.pc adds an rpath: $(pkg-config --libs gang)"
+for tool in gang-layout gang-bench; do
+  # No LD_LIBRARY_PATH: the tool finds the libgang installed beside it.
+  env -u LD_LIBRARY_PATH "$prefix/bin/$tool" --help >"$work/$tool.out" 2>&1 ||
+    { cat "$work/$tool.out"; fail "the installed $tool does not start from $prefix"; }
+done
+mv "$prefix" "$work/moved" && prefix=$work/moved
+env -u LD_LIBRARY_PATH "$prefix/bin/gang-layout" --help >/dev/null 2>&1 ||
+  fail "the installed gang-layout does not start from a moved prefix"
+mv "$prefix" "$work/prefix" && prefix=$work/prefix
+echo "check-install: gang.pc has no rpath; gang-layout and gang-bench start from the prefix, also moved"
 
 # ---- Python: the installed package, and a wheel in a fresh venv ----------------
 py=/usr/bin/python3
@@ -195,7 +208,7 @@ module example.com/consumer
 
 go 1.19
 
-require gang.dev/gang v0.1.0
+require gang.dev/gang v0.3.0
 
 replace gang.dev/gang => $(dirname "$gomod")
 GOMOD
@@ -236,11 +249,16 @@ GO
   (cd "$work/go-consumer" && env $goenv go build -o consumer . >"$work/go.log" 2>&1) ||
     { cat "$work/go.log"; fail "building a Go module against the install with PKG_CONFIG_PATH only"; }
   for r in 0 1; do
-    GANG_RANK=$r GANG_SIZE=2 GANG_INIT_METHOD="file://$work/store-go" \
+    LD_LIBRARY_PATH=$libdir GANG_RANK=$r GANG_SIZE=2 GANG_INIT_METHOD="file://$work/store-go" \
       timeout 120 "$work/go-consumer/consumer" >"$work/go-rank$r.log" 2>&1 &
   done
   wait %1 && wait %2 || { cat "$work"/go-rank*.log; fail "the Go consumer's 2 ranks"; }
   echo "check-install: go: a module outside the tree built with PKG_CONFIG_PATH only; $(cat "$work/go-rank0.log")"
+  # go vet on the installed module itself, its generated code included.
+  # shellcheck disable=SC2086
+  (cd "$(dirname "$gomod")" && env $goenv go vet ./... >"$work/govet.log" 2>&1) ||
+    { cat "$work/govet.log"; fail "go vet ./... on the installed module"; }
+  echo "check-install: go: go vet ./... passes on the installed module"
 fi
 
 # ---- CMake: find_package(Gang) from the install -----------------------------
@@ -251,7 +269,7 @@ cp "$work/prog.c" "$work/cmake-consumer/"
 cat >"$work/cmake-consumer/CMakeLists.txt" <<'CML'
 cmake_minimum_required(VERSION 3.18)
 project(consumer C)
-find_package(Gang 0.1 REQUIRED)
+find_package(Gang 0.3 REQUIRED)
 add_executable(prog prog.c)
 target_link_libraries(prog PRIVATE Gang::gang)
 add_executable(prog-static prog.c)
