@@ -39,6 +39,28 @@
  *   GANG_DEBUG=detail, which compares the same descriptions. Give each
  *   thread a gang of its own (gang_split) when threads must run
  *   collectives independently.
+ *
+ * For other languages (FFI: ctypes, JNA/FFM, LuaJIT, Rust, Free Pascal)
+ * -------------------------------------------------------------------
+ * - Load libgang.so.0 and bind the functions by name (with dlvsym, the
+ *   version node: "GANG_0.1" for the first release's; GANG_VERSION_NUMBER
+ *   says which release the header is). gang_status_t, the enums and int
+ *   are 32-bit signed; size_t and pointers are the platform's.
+ * - Structs grow at their end and carry their own size: fill them with the
+ *   *_init_v functions, passing the sizeof your binding declares
+ *   (gang_options_init_v(&o, sizeof o)); a library newer than your
+ *   declaration treats the fields you do not know as their defaults.
+ * - Every function may be called from any thread (above); handles may move
+ *   between threads; gang_last_error() is per thread.
+ * - Callbacks you pass (a store's, gang_store_create_callbacks) may run on
+ *   threads gang starts, not only on the calling one, and may run
+ *   concurrently: they must not assume the caller's thread state (a
+ *   runtime's attached thread, its exception handlers).
+ * - Reductions run with floating-point exceptions masked and give the
+ *   caller's environment back unchanged: a host that unmasks them (Free
+ *   Pascal does by default) gets inf and NaN from an overflowing sum, not
+ *   SIGFPE.
+ * - Examples for each language: examples/ffi/.
  */
 #ifndef GANG_H
 #define GANG_H
@@ -69,7 +91,25 @@ GANG_API const char* gang_version_string(void);
  * ======================================================================== */
 
 /* GANG_STATUS_MAP (gang_status.h), X(NAME, value, message), generates the
- * enum, gang_status_name() and gang_status_string(). */
+ * enum, gang_status_name() and gang_status_string(). The values:
+ *
+ *   GANG_OK                     =   0  success
+ *   GANG_IN_PROGRESS            =   1  operation in progress (not an error)
+ *   GANG_ERR_INVALID_ARGUMENT   =  -1  a bad argument; the gang is unchanged
+ *   GANG_ERR_UNSUPPORTED        =  -2  not supported by this backend or build
+ *   GANG_ERR_UNAVAILABLE        =  -3  backend or device unavailable
+ *   GANG_ERR_TIMEOUT            =  -4  the gang's timeout passed
+ *   GANG_ERR_PEER_LOST          =  -5  a peer died or its connection broke
+ *   GANG_ERR_MISMATCH           =  -6  ranks called different operations
+ *   GANG_ERR_ABORTED            =  -7  the gang was aborted or had failed
+ *   GANG_ERR_STORE              =  -8  the rendezvous store failed
+ *   GANG_ERR_NO_MEMORY          =  -9  out of memory
+ *   GANG_ERR_SYSTEM             = -10  an operating-system or I/O error
+ *   GANG_ERR_INTERNAL           = -11  a bug in gang
+ *
+ * After TIMEOUT, PEER_LOST, MISMATCH or ABORTED the gang has failed: its
+ * later calls return GANG_ERR_ABORTED (gang_shrink makes a new one of the
+ * survivors). */
 typedef enum gang_status {
 #define GANG_STATUS_ENUM_(name, value, msg) name = value,
   GANG_STATUS_MAP(GANG_STATUS_ENUM_)

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "base/copy.h"
+#include "base/float_env.h"
 
 namespace gang::core {
 
@@ -116,6 +117,7 @@ void divide_half(void* buf, size_t n, int size) {
 
 void reduce(void* out, const void* a, const void* b, size_t n, DType dtype,
             ReduceOp op) {
+  const base::FloatEnvHold hold;
   switch (dtype) {
     case DType::kInt8:
       return reduce_native<int8_t>(out, a, b, n, op);
@@ -145,6 +147,7 @@ void reduce(void* out, const void* a, const void* b, size_t n, DType dtype,
 }
 
 void finish_avg(void* buf, size_t n, DType dtype, int size) {
+  const base::FloatEnvHold hold;
   switch (dtype) {
     case DType::kFloat16:
       return divide_half<half_to_float, float_to_half>(buf, n, size);
@@ -168,6 +171,7 @@ void finish_avg(void* buf, size_t n, DType dtype, int size) {
 
 void reduce_copies(void* out, const void* in, size_t n, DType dtype,
                    ReduceOp op, int copies) {
+  const base::FloatEnvHold hold;
   const size_t bytes = n * dtype_size(dtype);
   if (bytes == 0) return;
   if (op == ReduceOp::kAvg || copies <= 1) {
