@@ -18,6 +18,9 @@ packages=(
   abigail-tools                      # abi.gate: abidw/abidiff against the baseline
   python3-build python3-setuptools python3-wheel python3-venv python3-pip
                                      # the wheel (bindings/python/pyproject.toml)
+  luajit rustc fp-compiler default-jdk-headless libjna-java
+                                     # examples/ffi: the C ABI from LuaJIT,
+                                     # Rust, Free Pascal and Java (JNA)
   clang-14 libclang-rt-14-dev llvm-14  # libFuzzer (tests/fuzz): compiler, its
                                      # fuzzer/sanitizer runtimes (only
                                      # recommended by clang-14), symbolizer
