@@ -119,6 +119,29 @@ cflags=$(pkg-config --cflags gang)
    prog.c $cflags) || fail "compiling the header as C++"
 
 libdir=$(pkg-config --variable=libdir gang)
+# gang.hpp, the header-only C++ API, from the install.
+cat >"$work/prog.cpp" <<'CPP'
+#include <gang/gang.hpp>
+#include <cstdio>
+#include <vector>
+int main() {
+  gang::Gang g = gang::Gang::fake(0, 3);
+  std::vector<double> v{1.5, 2.0};
+  g.all_reduce(v, gang::Op::Sum);
+  try {
+    g.broadcast(v, 7);
+  } catch (const gang::Error& e) {
+    if (e.status() != GANG_ERR_INVALID_ARGUMENT) return 1;
+    std::printf("gang.hpp: sums %g %g; root 7 refused: %s\n", v[0], v[1], e.what());
+    return v[0] == 4.5 && v[1] == 6.0 ? 0 : 1;
+  }
+  return 1;
+}
+CPP
+# shellcheck disable=SC2086
+(cd "$work" && ${CXX:-c++} -std=c++17 -Wall -Wextra -Werror prog.cpp -o prog-cpp $flags) ||
+  fail "building a C++17 program with gang.hpp and pkg-config's flags"
+LD_LIBRARY_PATH=$libdir "$work/prog-cpp" || fail "the gang.hpp program"
 LD_LIBRARY_PATH=$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} \
   timeout 120 "$work/prog" "file://$work/store" ||
   fail "the 3-rank program built against the install"
