@@ -1,5 +1,7 @@
 """Gang: a group of processes and the collectives they run together."""
 
+from __future__ import annotations
+
 import array
 import contextlib
 import datetime
@@ -8,6 +10,7 @@ import inspect
 import pickle
 import threading
 import time
+from typing import Any, Optional, Union
 
 from . import capi
 from . import errors  # importing it registers the exception classes with capi
@@ -49,6 +52,10 @@ _OP_NAMES = {
     "product": ReduceOperation.PRODUCT, "prod": ReduceOperation.PRODUCT,
     "min": ReduceOperation.MIN, "max": ReduceOperation.MAX,
 }
+
+
+# What a reduction operation may be given as.
+_Op = Union[ReduceOperation, int, str]
 
 
 def _op(op) -> ReduceOperation:
@@ -102,13 +109,13 @@ class Work:
 
     __slots__ = ("_handle", "_result", "_keep", "_gang")
 
-    def __init__(self, handle, result, keep, gang=None):
+    def __init__(self, handle: Any, result: Any, keep: Any, gang: Optional[Gang] = None) -> None:
         self._handle = handle
         self._result = result
         self._keep = keep
         self._gang = gang
 
-    def wait(self, timeout=None) -> bool:
+    def wait(self, timeout: Any = None) -> bool:
         """Waits for the operation; True once it has completed.
 
         With a timeout (seconds), returns False if it is still running
@@ -138,7 +145,7 @@ class Work:
             self._keep = None
         return done
 
-    def __del__(self):
+    def __del__(self) -> None:
         # Destroying the handle waits for the operation; only then may the
         # buffers in _keep go.
         self._handle = None
@@ -149,7 +156,7 @@ class Work:
         handle = self._handle
         return handle is None or capi.gang_work_test(handle) != capi.GANG_IN_PROGRESS
 
-    def result(self):
+    def result(self) -> Any:
         """Waits for the operation and returns its output buffer."""
         self.wait()
         return self._result
@@ -177,7 +184,7 @@ def _check_count(what: str, have: int, want: int) -> None:
 _torch_device = None
 
 
-def as_device(spec):
+def as_device(spec: Any) -> Any:
     """A device as fairseq2 and torch spell it: a torch.device ("cpu",
     "cuda", "cuda:N") when torch can be imported, else the string itself.
     Imports torch the first time it is called, not before."""
@@ -230,7 +237,7 @@ class Gang:
     collection does, as a safety net).
     """
 
-    def __init__(self, handle, *, owner=None):
+    def __init__(self, handle: Any, *, owner: Any = None) -> None:
         """Wraps a capi.GangHandle; `owner`, if given, owns it (a Gangs)."""
         self._h = handle  # deleted by close(); see __getattr__
         self._owner = owner
@@ -251,7 +258,7 @@ class Gang:
         self._follow = True
         self._stream_set = None
 
-    def set_cuda_stream(self, stream) -> None:
+    def set_cuda_stream(self, stream: Any) -> None:
         """Chooses the CUDA stream this gang's operations are ordered on.
 
         By default (and after ``set_cuda_stream("auto")``) each operation
@@ -379,7 +386,7 @@ class Gang:
         return capi.gang_backend_name(self._h)
 
     @property
-    def device(self):
+    def device(self) -> Any:
         """Where the gang's buffers live, as fairseq2's Gang.device: a
         torch.device when torch can be imported (``g.device.type`` is "cpu"
         or "cuda"), else a string. "cpu" or "cuda:N" (for a gang created
@@ -438,7 +445,7 @@ class Gang:
     def is_last_rank(self) -> bool:
         return self._rank == self._size - 1
 
-    def supports(self, op, dtype) -> bool:
+    def supports(self, op: _Op, dtype: Any) -> bool:
         """Whether the backend can reduce `dtype` with `op` (no traffic)."""
         return bool(capi.gang_supports(self._h, op, as_dtype(dtype)))
 
@@ -466,20 +473,20 @@ class Gang:
         GangAbortedError, at once; peers see GangPeerLostError."""
         capi.gang_abort(self._h)
 
-    def __enter__(self):
+    def __enter__(self) -> Gang:
         return self
 
-    def __exit__(self, *exc_info):
+    def __exit__(self, *exc_info: Any) -> None:
         self.close()
 
     # ---- sub-gangs ------------------------------------------------------
 
-    def create_gang(self, ranks):
+    def create_gang(self, ranks: Any) -> Optional[Gang]:
         """A gang of the listed ranks of this gang (collective over this
         gang; every rank passes the same list). None on non-members."""
         return self._child(capi.gang_create_subgang(self._h, list(ranks)))
 
-    def shrink(self, timeout=None):
+    def shrink(self, timeout: Any = None) -> Gang:
         """The gang of the survivors after a rank was lost (this gang may
         have failed): collective over the ranks still alive, which agree on
         one membership through the gang's store. Ranked in the order of the
@@ -489,14 +496,14 @@ class Gang:
         the gang's timeout)."""
         return self._child(capi.gang_shrink(self._h, _milliseconds(timeout)))
 
-    def grow(self, timeout=None):
+    def grow(self, timeout: Any = None) -> Optional[Gang]:
         """Admits the processes waiting in gang.join() for this gang: a new
         gang of the members (first, in order) and the joiners, or None when
         none waits. Collective over the members, at a point the program
         chooses (a step boundary); this gang stays usable."""
         return self._child(capi.gang_grow(self._h, _milliseconds(timeout)))
 
-    def split(self, color, key=None):
+    def split(self, color: int, key: Optional[int] = None) -> Optional[Gang]:
         """Ranks with the same color form a gang, ordered by key (default:
         this rank). Collective; color None joins no gang and gives None."""
         color = capi.GANG_COLOR_NONE if color is None else color
@@ -516,7 +523,8 @@ class Gang:
             return None
         return bool(async_op)
 
-    def all_reduce(self, x, op=ReduceOperation.SUM, *, dtype=None, async_op=False):
+    def all_reduce(self, x: Any, op: _Op = ReduceOperation.SUM, *, dtype: Any = None,
+                   async_op: bool = False) -> Any:
         """Reduces x over every rank, in place; returns x (torch's and
         fairseq2's all_reduce(tensor, op))."""
         h = self._fast
@@ -537,7 +545,8 @@ class Gang:
                                     if self._group_thread is None else self._mode(async_op))
         return x if work is None else Work(work, x, (mv,), self)
 
-    def reduce(self, x, op=ReduceOperation.SUM, dst=0, *, dtype=None, async_op=False):
+    def reduce(self, x: Any, op: _Op = ReduceOperation.SUM, dst: int = 0, *, dtype: Any = None,
+               async_op: bool = False) -> Any:
         """Reduces x over every rank into x at rank dst (other ranks' x is
         left alone); returns x."""
         op, dst = _op(op), _index("dst", dst)
@@ -549,7 +558,8 @@ class Gang:
                                 self._mode(async_op))
         return self._done(work, x, mv)
 
-    def broadcast(self, x, source_rank=0, *, dtype=None, async_op=False):
+    def broadcast(self, x: Any, source_rank: int = 0, *, dtype: Any = None,
+                  async_op: bool = False) -> Any:
         """Copies source_rank's x into every rank's x; returns x."""
         h = self._fast
         if h is not None and dtype is None:
@@ -565,7 +575,7 @@ class Gang:
         return self._done(capi.gang_broadcast(self._h, mv, n, dt, source_rank,
                                          self._mode(async_op)), x, mv)
 
-    def all_gather(self, out, x, *, dtype=None, async_op=False):
+    def all_gather(self, out: Any, x: Any, *, dtype: Any = None, async_op: bool = False) -> Any:
         """out (size times x's elements) = every rank's x in rank order;
         returns out (fairseq2's all_gather(output, input))."""
         xv, dt, n = self._view(x, dtype=dtype)
@@ -577,7 +587,7 @@ class Gang:
         return self._done(capi.gang_all_gather(self._h, xv, ov, n, dt, self._mode(async_op)),
                      out, xv, ov)
 
-    def all_gather_to_list(self, output_list, x=None, *, dtype=None) -> list:
+    def all_gather_to_list(self, output_list: Any, x: Any = None, *, dtype: Any = None) -> list[Any]:
         """Every rank's x, in rank order, as a list.
 
         fairseq2's form, all_gather_to_list(output_list, x), fills the
@@ -614,7 +624,8 @@ class Gang:
         self.all_gather(gathered, counts)
         return list(gathered)
 
-    def all_gatherv(self, x, sizes=None, *, out=None, dtype=None, async_op=False):
+    def all_gatherv(self, x: Any, sizes: Any = None, *, out: Any = None, dtype: Any = None,
+                    async_op: bool = False) -> Any:
         """Every rank's x concatenated along the first dimension, ranks
         contributing different numbers of rows (sizes[r] rows from rank r;
         learned with one extra all-gather when None). Returns out."""
@@ -638,7 +649,8 @@ class Gang:
                                      self._mode(async_op))
         return self._done(work, out, xv, ov)
 
-    def gather(self, x, dst=0, *, out=None, dtype=None, async_op=False):
+    def gather(self, x: Any, dst: int = 0, *, out: Any = None, dtype: Any = None,
+               async_op: bool = False) -> Any:
         """At rank dst, every rank's x stacked in rank order (returned);
         None on the other ranks."""
         dst = _index("dst", dst)
@@ -657,7 +669,8 @@ class Gang:
         work = capi.gang_gather(self._h, xv, ov, n, dt, dst, self._mode(async_op))
         return self._done(work, out, xv, ov)
 
-    def scatter(self, out, x=None, src=0, *, dtype=None, async_op=False):
+    def scatter(self, out: Any, x: Any = None, src: int = 0, *, dtype: Any = None,
+                async_op: bool = False) -> Any:
         """Rank r's out = chunk r of x at rank src (size chunks of out's
         elements; x is ignored elsewhere). Returns out."""
         src = _index("src", src)
@@ -672,8 +685,8 @@ class Gang:
         return self._done(capi.gang_scatter(self._h, xv, ov, n, dt, src, self._mode(async_op)),
                      out, xv, ov)
 
-    def reduce_scatter(self, x, op=ReduceOperation.SUM, *, out=None, dtype=None,
-                       async_op=False):
+    def reduce_scatter(self, x: Any, op: _Op = ReduceOperation.SUM, *, out: Any = None,
+                       dtype: Any = None, async_op: bool = False) -> Any:
         """Reduces x over every rank and gives rank r chunk r (x's first
         dimension split in size equal parts). Returns out."""
         op = _op(op)
@@ -694,8 +707,8 @@ class Gang:
                                         self._mode(async_op))
         return self._done(work, out, xv, ov)
 
-    def reduce_scatterv(self, x, sizes, op=ReduceOperation.SUM, *, out=None, dtype=None,
-                        async_op=False):
+    def reduce_scatterv(self, x: Any, sizes: Any, op: _Op = ReduceOperation.SUM, *,
+                        out: Any = None, dtype: Any = None, async_op: bool = False) -> Any:
         """Like reduce_scatter with chunk r of sizes[r] rows. Returns out."""
         op = _op(op)
         xv, dt, _ = self._view(x, dtype=dtype)
@@ -715,7 +728,7 @@ class Gang:
         work = capi.gang_reduce_scatterv(self._h, xv, ov, counts, dt, op, self._mode(async_op))
         return self._done(work, out, xv, ov)
 
-    def all_to_all(self, out, x, *, dtype=None, async_op=False):
+    def all_to_all(self, out: Any, x: Any, *, dtype: Any = None, async_op: bool = False) -> Any:
         """Chunk p of x (size equal chunks) goes to rank p, arriving as
         chunk `rank` of its out. Returns out."""
         xv, dt, n = self._view(x, dtype=dtype)
@@ -730,8 +743,8 @@ class Gang:
         work = capi.gang_all_to_all(self._h, xv, ov, n // self._size, dt, self._mode(async_op))
         return self._done(work, out, xv, ov)
 
-    def all_to_allv(self, x, send_sizes, recv_sizes, *, out=None, dtype=None,
-                    async_op=False):
+    def all_to_allv(self, x: Any, send_sizes: Any, recv_sizes: Any, *, out: Any = None,
+                    dtype: Any = None, async_op: bool = False) -> Any:
         """send_sizes[p] rows of x go to rank p; recv_sizes[p] rows arrive
         from rank p, packed in rank order into out (returned)."""
         xv, dt, _ = self._view(x, dtype=dtype)
@@ -756,7 +769,8 @@ class Gang:
                                      self._mode(async_op))
         return self._done(work, out, xv, ov)
 
-    def send(self, x, dst=None, tag=0, *, dtype=None, async_op=False):
+    def send(self, x: Any, dst: Optional[int] = None, tag: int = 0, *, dtype: Any = None,
+             async_op: bool = False) -> Any:
         """Sends x to rank dst (default: the next rank) with a tag."""
         mv, dt, n = self._view(x, dtype=dtype)
         dst = (self._rank + 1) % self._size if dst is None else _index("dst", dst)
@@ -765,7 +779,8 @@ class Gang:
         return self._done(capi.gang_send(self._h, mv, n, dt, dst, _index("tag", tag),
                                     self._mode(async_op)), None, mv)
 
-    def recv(self, out, src=None, tag=0, *, dtype=None, async_op=False):
+    def recv(self, out: Any, src: Optional[int] = None, tag: int = 0, *, dtype: Any = None,
+             async_op: bool = False) -> Any:
         """Receives into out from rank src (default: the previous rank);
         out's size and dtype must equal the sender's. Returns out."""
         mv, dt, n = self._view(out, writable=True, dtype=dtype, what="out")
@@ -776,7 +791,7 @@ class Gang:
                                     self._mode(async_op)), out, mv)
 
     @contextlib.contextmanager
-    def group(self):
+    def group(self) -> Any:
         """Issues the operations of a with-block together, so that both
         sides of an exchange can send before they receive; waits for all of
         them when the block ends. They take no async_op. Groups do not nest
@@ -804,49 +819,49 @@ class Gang:
         self._group_thread = None
         self._fast = None if self._cuda else self.__dict__.get("_h")
 
-    def barrier(self, *, async_op=False):
+    def barrier(self, *, async_op: bool = False) -> Any:
         """Returns once every rank has entered the barrier."""
         return self._done(capi.gang_barrier(self._h, self._mode(async_op)), None)
 
     # ---- helpers from training code --------------------------------------
 
-    def broadcast_flag(self, flag, source_rank=0) -> bool:
+    def broadcast_flag(self, flag: bool, source_rank: int = 0) -> bool:
         """source_rank's flag, on every rank."""
         return capi.gang_broadcast_flag(self._h, 1 if flag else 0, source_rank)
 
-    def all_sum(self, value) -> float:
+    def all_sum(self, value: float) -> float:
         """The sum of every rank's value, the same on every rank."""
         return capi.gang_all_sum(self._h, float(value))
 
     # ---- Python objects (pickled; peers are trusted) ---------------------
 
-    def broadcast_objects(self, objects: list, source_rank=0) -> None:
+    def broadcast_objects(self, objects: list[Any], source_rank: int = 0) -> None:
         """Replaces the contents of `objects` with source_rank's, in place."""
         data = pickle.dumps(list(objects)) if self._rank == source_rank else b""
         received = capi.gang_broadcast_bytes(self._h, data, source_rank)
         if self._rank != source_rank:
             objects[:] = pickle.loads(received)
 
-    def broadcast_object(self, obj=None, src=0):
+    def broadcast_object(self, obj: Any = None, src: int = 0) -> Any:
         """src's obj, on every rank."""
         data = pickle.dumps(obj) if self._rank == src else b""
         received = capi.gang_broadcast_bytes(self._h, data, src)
         return obj if self._rank == src else pickle.loads(received)
 
-    def all_gather_object(self, obj) -> list:
+    def all_gather_object(self, obj: Any) -> list[Any]:
         """Every rank's obj, in rank order."""
         gathered = capi.gang_all_gather_bytes(self._h, pickle.dumps(obj), self._size)
         return [pickle.loads(data) for data in gathered]
 
-    def send_object(self, obj, dst, tag=0) -> None:
+    def send_object(self, obj: Any, dst: int, tag: int = 0) -> None:
         """Sends a picklable object to rank dst."""
         capi.gang_send_bytes(self._h, pickle.dumps(obj), dst, tag)
 
-    def recv_object(self, src, tag=0):
+    def recv_object(self, src: int, tag: int = 0) -> Any:
         """Receives the object rank src sent with send_object."""
         return pickle.loads(capi.gang_recv_bytes(self._h, src, tag))
 
-    def broadcast_tensor_dict(self, tensor_dict=None, src=0) -> dict:
+    def broadcast_tensor_dict(self, tensor_dict: Any = None, src: int = 0) -> dict[Any, Any]:
         """src's dict on every rank (vLLM's broadcast_tensor_dict): numpy
         arrays (on a CPU gang) and torch tensors on the gang's device travel
         as raw buffers, any dtype; other values pickled with the metadata."""
@@ -901,7 +916,7 @@ class Gang:
             return False
         return dist.is_available()
 
-    def as_process_group(self):
+    def as_process_group(self) -> Any:
         """The torch process group of this gang (fairseq2's name), for
         DDP, FSDP, SyncBatchNorm and DeviceMesh: the group the gang came
         from (gang.torch.from_process_group), else a group on the gang
@@ -943,7 +958,7 @@ class FakeGang(Gang):
     ``FakeGang(1, 4, device="cpu")``).
     """
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         # The signature inspect and help() show is fairseq2's (set below);
         # the legacy positional form is told apart by an int first.
         device, rank, size = _fake_gang_arguments(args, kwargs)
@@ -967,7 +982,8 @@ class FakeGang(Gang):
         child._set_device(self._device_text)
         return child
 
-    def all_reduce(self, x, op=ReduceOperation.SUM, *, dtype=None, async_op=False):
+    def all_reduce(self, x: Any, op: _Op = ReduceOperation.SUM, *, dtype: Any = None,
+                   async_op: bool = False) -> Any:
         if not self._fake_cuda:
             return super().all_reduce(x, op, dtype=dtype, async_op=async_op)
         op = _op(op)
@@ -977,7 +993,8 @@ class FakeGang(Gang):
             x.pow_(self._size)
         return self._done(None, x)
 
-    def broadcast(self, x, source_rank=0, *, dtype=None, async_op=False):
+    def broadcast(self, x: Any, source_rank: int = 0, *, dtype: Any = None,
+                  async_op: bool = False) -> Any:
         if not self._fake_cuda:
             return super().broadcast(x, source_rank, dtype=dtype, async_op=async_op)
         return self._done(None, x)
@@ -987,11 +1004,11 @@ class FakeGang(Gang):
         """False: a fake gang has no processes to group (as fairseq2's)."""
         return False
 
-    def as_process_group(self):
+    def as_process_group(self) -> Any:
         raise GangUnavailableError("a FakeGang has no torch process group "
                                    "(supports_process_group is False)")
 
-    def all_gather(self, out, x, *, dtype=None, async_op=False):
+    def all_gather(self, out: Any, x: Any, *, dtype: Any = None, async_op: bool = False) -> Any:
         if not self._fake_cuda:
             return super().all_gather(out, x, dtype=dtype, async_op=async_op)
         flat = out.view(self._size, -1)
@@ -999,19 +1016,19 @@ class FakeGang(Gang):
             flat[r].copy_(x.reshape(-1))
         return self._done(None, out)
 
-    def barrier(self, *, async_op=False):
+    def barrier(self, *, async_op: bool = False) -> Any:
         if not self._fake_cuda:
             return super().barrier(async_op=async_op)
         return self._done(None, None)
 
     # Every rank holds this rank's objects: a broadcast leaves them be.
-    def broadcast_object(self, obj=None, src=0):
+    def broadcast_object(self, obj: Any = None, src: int = 0) -> Any:
         return obj
 
-    def broadcast_objects(self, objects: list, source_rank=0) -> None:
+    def broadcast_objects(self, objects: list[Any], source_rank: int = 0) -> None:
         return None
 
-    def broadcast_tensor_dict(self, tensor_dict=None, src=0) -> dict:
+    def broadcast_tensor_dict(self, tensor_dict: Any = None, src: int = 0) -> dict[Any, Any]:
         return tensor_dict
 
 
@@ -1069,8 +1086,9 @@ def _parse_device(device) -> tuple:
     return types[kind], int(index) if index else -1
 
 
-def create(backend="auto", device="cpu", rank=None, size=None, init_method=None,
-           timeout=None, name=None, debug=False) -> Gang:
+def create(backend: str = "auto", device: Any = "cpu", rank: Optional[int] = None,
+           size: Optional[int] = None, init_method: Optional[str] = None, timeout: Any = None,
+           name: Optional[str] = None, debug: bool = False) -> Gang:
     """Creates the root gang; collective over all `size` ranks.
 
     Args:
@@ -1108,7 +1126,8 @@ def create(backend="auto", device="cpu", rank=None, size=None, init_method=None,
     return Gang(handle)
 
 
-def join(name="root", *, init_method=None, timeout=None, device="cpu", backend="auto") -> Gang:
+def join(name: str = "root", *, init_method: Optional[str] = None, timeout: Any = None,
+         device: Any = "cpu", backend: str = "auto") -> Gang:
     """Asks to join the running gang `name` (a replacement process) through
     the job's store (init_method, or the launch environment as create()
     reads it) and blocks until its members admit it with Gang.grow(); the
@@ -1123,7 +1142,7 @@ def join(name="root", *, init_method=None, timeout=None, device="cpu", backend="
                                     _milliseconds(timeout), name))
 
 
-def detect_env() -> dict:
+def detect_env() -> dict[str, Any]:
     """What gang reads from the launch environment: rank, size, local_rank,
     local_size, node_rank, num_nodes, master_addr, master_port (-1 or ""
     where unknown) and source ("gang", "torchrun", "slurm", "openmpi",

@@ -8,12 +8,14 @@ tp gangs [0,1] [2,3] [4,5] [6,7], pp gangs [0,2] [1,3] [4,6] [5,7] and dp
 gangs [0,4] [1,5] [2,6] [3,7]. See gang.h, "Parallel topology".
 """
 
+from __future__ import annotations
+
+from typing import Any, Iterator, NamedTuple, Optional
 import contextlib
 import enum
 import threading
 import warnings
 import weakref
-from typing import NamedTuple, Optional
 
 from . import capi
 from ._gang import FakeGang, Gang, as_device, detect_env
@@ -150,7 +152,7 @@ class Gangs:
         return self
 
     @property
-    def device(self):
+    def device(self) -> Any:
         """root's device (fairseq2's Gangs.device)."""
         return self.root.device
 
@@ -188,7 +190,7 @@ class Gangs:
             for name in self._AXES:
                 getattr(self, name).close()
 
-    def __enter__(self):
+    def __enter__(self) -> Gangs:
         """Makes these the current gangs of this thread on their device
         until the block ends (fairseq2's ``with gangs:``)."""
         device = self.device
@@ -196,12 +198,12 @@ class Gangs:
         _push(device, self)
         return self
 
-    def __exit__(self, *exc_info):
+    def __exit__(self, *exc_info: Any) -> None:
         _pop(self._entered.pop(), self)
         if self._close_on_exit:
             self.close()
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         if self._closed:
             return "<gang.Gangs closed>"
         sizes = " ".join(f"{name}={getattr(self, name).size}" for name in self._AXES)
@@ -253,7 +255,7 @@ def _pop(device, gangs) -> None:
             return
 
 
-def get_default_gangs(device=None) -> Gangs:
+def get_default_gangs(device: Any = None) -> Gangs:
     """The default gangs of the process for `device` (None: the current
     device, see :func:`get_current_gangs`): those set_default_gangs set,
     else one-rank fake gangs on that device (the CPU for "meta")."""
@@ -280,7 +282,7 @@ def set_default_gangs(gangs: Gangs, *, meta: bool = False) -> None:
 
 
 @contextlib.contextmanager
-def set_gangs(gangs: Gangs, *, meta: bool = False):
+def set_gangs(gangs: Gangs, *, meta: bool = False) -> Iterator[Gangs]:
     """A context manager within which `gangs` are the calling thread's
     current gangs on gangs.device (and, with meta, on the meta device);
     it leaves them open::
@@ -300,7 +302,7 @@ def set_gangs(gangs: Gangs, *, meta: bool = False):
         _pop(device, gangs)
 
 
-def get_current_gangs(device=None) -> Gangs:
+def get_current_gangs(device: Any = None) -> Gangs:
     """The calling thread's current gangs on `device`: the innermost
     ``with gangs:`` or :func:`set_gangs` block's, else
     :func:`get_default_gangs`. None means the current device, as fairseq2
@@ -323,7 +325,9 @@ def maybe_get_current_gangs() -> Gangs:
     return get_current_gangs()
 
 
-def split_parallel(root: Gang, tp=1, pp=1, cp=1, ep=1, dp=None, sdp=None, order=None) -> Gangs:
+def split_parallel(root: Gang, tp: int = 1, pp: int = 1, cp: int = 1, ep: int = 1,
+                   dp: Optional[int] = None, sdp: Optional[int] = None,
+                   order: Optional[str] = None) -> Gangs:
     """Builds every axis's gang from `root`; collective over root, with the
     same arguments on every rank. The Gangs frees what it made on close()
     (root stays the caller's).
@@ -347,7 +351,8 @@ def _split_parallel(root: Gang, config: dict, *, owns_root=False) -> Gangs:
     return Gangs._split(root, handle, config, owns_root=owns_root)
 
 
-def create_parallel_gangs(root: Gang, *, tp_size: int = 1, tensor_parallel_size=None) -> Gangs:
+def create_parallel_gangs(root: Gang, *, tp_size: int = 1,
+                          tensor_parallel_size: Optional[int] = None) -> Gangs:
     """fairseq2's data and tensor parallel gangs: tp gangs of tp_size
     consecutive ranks, dp across them, and as in fairseq2 rdp = dp (data
     replicated over the whole dp gang) and sdp, pp of one rank; see
@@ -359,7 +364,8 @@ def create_parallel_gangs(root: Gang, *, tp_size: int = 1, tensor_parallel_size=
     return _split_parallel(root, dict(tp=tp_size, sdp=1), owns_root=True)
 
 
-def create_fsdp_gangs(gangs: Gangs, intra_node_size=None, *, intra_node=False) -> Gangs:
+def create_fsdp_gangs(gangs: Gangs, intra_node_size: Optional[int] = None, *,
+                      intra_node: bool = False) -> Gangs:
     """fairseq2's FSDP gangs from the Gangs of create_parallel_gangs (or
     split_parallel, or Gangs(...)); returns new Gangs with the same root,
     dp, tp and pp, and:
@@ -404,7 +410,7 @@ def create_fsdp_gangs(gangs: Gangs, intra_node_size=None, *, intra_node=False) -
     return fsdp
 
 
-def create_fake_gangs(device=None) -> Gangs:
+def create_fake_gangs(device: Any = None) -> Gangs:
     """fairseq2's fake gangs: one FakeGang of one rank on `device` (None:
     the CPU) for every axis."""
     gang = FakeGang(device)
@@ -413,7 +419,7 @@ def create_fake_gangs(device=None) -> Gangs:
     return gangs
 
 
-def layout(size: int, axis, rank: int, **degrees) -> list:
+def layout(size: int, axis: Any, rank: int, **degrees: Any) -> list[int]:
     """The ranks of `rank`'s gang on `axis` in a gang of `size` ranks, in
     gang-rank order: the layout split_parallel builds, without processes.
     degrees: tp, pp, cp, ep, dp, sdp, order as in split_parallel.
@@ -444,7 +450,7 @@ class LayoutAfterLoss(NamedTuple):
     spares: list
 
     @property
-    def degrees(self) -> dict:
+    def degrees(self) -> dict[str, Any]:
         """The new degrees as split_parallel's keyword arguments."""
         return dict(tp=self.tp, pp=self.pp, cp=self.cp, ep=self.ep, dp=self.dp,
                     sdp=self.sdp, order=self.order)

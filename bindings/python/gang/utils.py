@@ -1,5 +1,8 @@
 """Helpers in the shape fairseq and fairseq2 training code calls them."""
 
+from __future__ import annotations
+
+from typing import Any, Optional
 import numbers
 import pickle
 
@@ -23,7 +26,7 @@ def broadcast_flag(gang: Gang, flag: bool, source_rank: int = 0) -> bool:
     return gang.broadcast_flag(flag, source_rank)
 
 
-def all_sum(gang: Gang, value):
+def all_sum(gang: Gang, value: float) -> float:
     """fairseq2: the sum of every rank's value, as a tensor on gang.device
     when torch can be imported (a number becomes a 0-d tensor of the dtype
     torch.tensor(value) gives, float32 or int64, as in fairseq2; a tensor
@@ -41,7 +44,7 @@ def all_sum(gang: Gang, value):
     return total
 
 
-def all_reduce_dict(data, gang: Gang) -> dict:
+def all_reduce_dict(data: Any, gang: Gang) -> dict[Any, Any]:
     """fairseq: sums every value of `data` over the gang.
 
     Values are numbers or numpy arrays; every rank passes the same keys with
@@ -66,7 +69,7 @@ def all_reduce_dict(data, gang: Gang) -> dict:
     return {key: result[key] for key in keys}
 
 
-def all_gather_list(data, gang: Gang, max_size=None) -> list:
+def all_gather_list(data: Any, gang: Gang, max_size: Optional[int] = None) -> list[Any]:
     """fairseq: every rank's picklable `data`, in rank order.
 
     Payloads may have any size (fairseq's fixed buffer is not needed);
@@ -83,7 +86,7 @@ def Device(spec="cpu"):
     return as_device(spec)
 
 
-def get_default_device():
+def get_default_device() -> Any:
     """fairseq2's default device: CUDA device local_rank % devices when
     torch sees CUDA, else the CPU."""
     try:
@@ -104,7 +107,7 @@ class ProcessGroupGang:
     (gang.torch), and from_process_group() a gang of a torch group."""
 
     @staticmethod
-    def from_process_group(pg, device=None) -> Gang:
+    def from_process_group(pg: Any, device: Any = None) -> Gang:
         """The gang of torch process group pg: the gang itself for a group
         on the gang backend, else a new gang of pg's ranks met through pg's
         store (collective over pg). See gang.torch.from_process_group."""
@@ -113,7 +116,8 @@ class ProcessGroupGang:
         return from_process_group(pg, device)
 
     @staticmethod
-    def create_default_process_group(device=None, *, timeout=None, **_ignored) -> Gang:
+    def create_default_process_group(device: Any = None, *, timeout: Any = None,
+                                     **_ignored: Any) -> Gang:
         """The root gang of the launcher's processes on `device` (default:
         get_default_device()). Collective over every rank. Arguments of
         fairseq2's that concern torch.distributed alone (high_priority,

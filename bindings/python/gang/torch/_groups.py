@@ -9,6 +9,9 @@ SyncBatchNorm and DeviceMesh take gangs that gang's own topology carved
 (split_parallel, create_parallel_gangs).
 """
 
+from __future__ import annotations
+
+from typing import Any
 import datetime
 import itertools
 
@@ -44,7 +47,7 @@ def _gang_backend(pg):
     return backend if isinstance(backend, GangBackend) else None
 
 
-def gang_of(group=None) -> Gang:
+def gang_of(group: Any = None) -> Gang:
     """The gang a process group of the gang backend runs on (default: the
     default group), as a Gang that does not own it: gang's own API on the
     same ranks and the same connections."""
@@ -57,7 +60,7 @@ def gang_of(group=None) -> Gang:
     return _view(backend.gang, pg)
 
 
-def from_process_group(group=None, device=None) -> Gang:
+def from_process_group(group: Any = None, device: Any = None) -> Gang:
     """fairseq2's ProcessGroupGang.from_process_group: the Gang of a torch
     process group (default: the default group). A group on the gang backend
     gives its own gang; a group on another backend (gloo, nccl) a new gang
@@ -81,7 +84,7 @@ def from_process_group(group=None, device=None) -> Gang:
     return gang
 
 
-def as_process_group(gang: Gang):
+def as_process_group(gang: Gang) -> Any:
     """fairseq2's Gang.as_process_group: the torch process group of a gang.
     The group it came from (from_process_group), else a new process group
     on the gang backend running on this very gang: made locally, with no
@@ -116,7 +119,7 @@ def as_process_group(gang: Gang):
     return pg
 
 
-def shrink(group=None, timeout=None):
+def shrink(group: Any = None, timeout: Any = None) -> Any:
     """After a rank of a "gang" process group was lost (its operations
     raised DistBackendError): the process group of the survivors, made by
     gang's shrink (collective over the survivors; see gang.Gang.shrink).
