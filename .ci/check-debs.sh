@@ -14,8 +14,8 @@ build=$(cd "${1:-$root/build}" && pwd)
 work=$(mktemp -d /tmp/gang-debs-check.XXXXXX)
 fail() { echo "check-debs: FAILED: $*" >&2; exit 1; }
 cleanup() {
-  DEBIAN_FRONTEND=noninteractive apt-get purge -y -q libgang0 libgang-dev python3-gang \
-    >/dev/null 2>&1 || true
+  DEBIAN_FRONTEND=noninteractive apt-get purge -y -q gang-consumer gang-tools libgang0 \
+    libgang-dev python3-gang >/dev/null 2>&1 || true
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -27,12 +27,23 @@ grep -q '^CMAKE_INSTALL_PREFIX:PATH=/usr$' "$build/CMakeCache.txt" ||
 for deb in "$build"/*.deb; do
   echo "check-debs: $(basename "$deb"): $(dpkg-deb -f "$deb" Depends)"
 done
-[ "$(ls "$build"/libgang0_*.deb "$build"/libgang-dev_*.deb "$build"/python3-gang_*.deb | wc -l)" = 3 ] ||
-  fail "expected libgang0, libgang-dev and python3-gang"
+[ "$(ls "$build"/libgang0_*.deb "$build"/libgang-dev_*.deb "$build"/python3-gang_*.deb \
+        "$build"/gang-tools_*.deb | wc -l)" = 4 ] ||
+  fail "expected libgang0, libgang-dev, python3-gang and gang-tools"
+# lintian on gang's own packages: clean, but for the overrides they ship,
+# each with its reason.
+if command -v lintian >/dev/null 2>&1; then
+  lintian --no-cfg "$build"/libgang0_*.deb "$build"/libgang-dev_*.deb \
+    "$build"/python3-gang_*.deb "$build"/gang-tools_*.deb >"$work/lintian.log" 2>&1 || true
+  if grep -E '^[EW]:' "$work/lintian.log"; then
+    fail "lintian: $(grep -c '^E:' "$work/lintian.log") errors, $(grep -c '^W:' "$work/lintian.log") warnings"
+  fi
+  echo "check-debs: lintian: no errors or warnings on the four packages"
+fi
 
 DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
   "$build"/libgang0_*.deb "$build"/libgang-dev_*.deb "$build"/python3-gang_*.deb \
-  >"$work/apt.log" 2>&1 || { cat "$work/apt.log"; fail "apt-get install ./*.deb"; }
+  "$build"/gang-tools_*.deb >"$work/apt.log" 2>&1 || { cat "$work/apt.log"; fail "apt-get install ./*.deb"; }
 # grep reads all of it: with pipefail, grep -q could leave ldconfig to die of SIGPIPE
 ldconfig -p | grep 'libgang.so.0 ' >/dev/null || fail "libgang.so.0 is not in the loader's cache"
 
@@ -74,7 +85,7 @@ cp "$work/prog.c" "$work/cm/"
 cat >"$work/cm/CMakeLists.txt" <<'CML'
 cmake_minimum_required(VERSION 3.18)
 project(consumer C)
-find_package(Gang 0.1 REQUIRED)
+find_package(Gang 0.3 REQUIRED)
 add_executable(prog prog.c)
 target_link_libraries(prog PRIVATE Gang::gang)
 CML
@@ -91,7 +102,50 @@ with gang.create() as g:
 PY
 (cd "$work" && two_ranks python /usr/bin/python3 "$work/prog.py")
 
-DEBIAN_FRONTEND=noninteractive apt-get purge -y -q libgang0 libgang-dev python3-gang \
+# A package that depends on libgang, as a distribution would build one:
+# dpkg-shlibdeps finds libgang0's symbols file and asks for the lowest
+# release that has every function the program calls; lintian finds nothing
+# that gang's files cause (a search path from gang.pc, say); apt installs it.
+dep=$work/dep
+mkdir -p "$dep/debian" "$dep/pkg/DEBIAN" "$dep/pkg/usr/bin"
+cp "$work/prog-pc" "$dep/pkg/usr/bin/gang-consumer"
+strip --strip-unneeded "$dep/pkg/usr/bin/gang-consumer"
+printf 'Source: gang-consumer\n\nPackage: gang-consumer\nArchitecture: any\n' >"$dep/debian/control"
+shlibs=$(cd "$dep" && dpkg-shlibdeps -O pkg/usr/bin/gang-consumer 2>"$work/shlibdeps.err") ||
+  { cat "$work/shlibdeps.err"; fail "dpkg-shlibdeps on a program linked with libgang"; }
+echo "check-debs: dpkg-shlibdeps: $shlibs"
+depends=${shlibs#shlibs:Depends=}
+echo "$depends" | grep -q 'libgang0 (>= 0\.1\.0)' ||
+  fail "dpkg-shlibdeps did not ask for libgang0 (>= 0.1.0): $depends"
+cat >"$dep/pkg/DEBIAN/control" <<CTL
+Package: gang-consumer
+Version: 1.0
+Architecture: $(dpkg --print-architecture)
+Maintainer: gang CI <ci@example.org>
+Depends: $depends
+Section: misc
+Priority: optional
+Description: a program linked with libgang (check-debs)
+ Built by .ci/check-debs.sh to check that packages can depend on libgang0.
+CTL
+dpkg-deb --root-owner-group --build "$dep/pkg" "$work/gang-consumer_1.0.deb" >/dev/null ||
+  fail "dpkg-deb --build gang-consumer"
+if command -v lintian >/dev/null 2>&1; then
+  lintian --no-cfg "$work/gang-consumer_1.0.deb" >"$work/lintian-dep.log" 2>&1 || true
+  # The consumer has no copyright, changelog or manual page of its own;
+  # what may not appear is anything gang's files cause.
+  if grep -E 'custom-library-search-path|binary-or-shlib-defines-rpath|missing-dependency-on-libc' "$work/lintian-dep.log"; then
+    fail "lintian finds a problem libgang causes in a package that depends on it"
+  fi
+  echo "check-debs: lintian on the dependent package: nothing from gang ($(grep -c '^[EW]:' "$work/lintian-dep.log") tags about its own packaging)"
+fi
+DEBIAN_FRONTEND=noninteractive apt-get install -y -q "$work/gang-consumer_1.0.deb" \
+  >"$work/apt-dep.log" 2>&1 || { cat "$work/apt-dep.log"; fail "apt-get install gang-consumer"; }
+two_ranks dependent-package /usr/bin/gang-consumer
+DEBIAN_FRONTEND=noninteractive apt-get purge -y -q gang-consumer >/dev/null 2>&1 ||
+  fail "apt-get purge gang-consumer"
+
+DEBIAN_FRONTEND=noninteractive apt-get purge -y -q gang-tools libgang0 libgang-dev python3-gang \
   >"$work/remove.log" 2>&1 || { cat "$work/remove.log"; fail "apt-get purge"; }
 ! dpkg -s libgang0 >/dev/null 2>&1 || fail "libgang0 is still installed"
 [ ! -e /usr/include/gang/gang.h ] || fail "/usr/include/gang/gang.h is still there"

@@ -16,6 +16,7 @@ packages=(
   python3-torch                      # torchrun interop test (multiproc.torchrun)
   gcc-multilib                       # abi.struct_layout_32: the public structs on 32-bit
   abigail-tools                      # abi.gate: abidw/abidiff against the baseline
+  lintian                            # check-debs: a package that depends on libgang0
   python3-build python3-setuptools python3-wheel python3-venv python3-pip
                                      # the wheel (bindings/python/pyproject.toml)
   luajit rustc fp-compiler default-jdk-headless libjna-java
