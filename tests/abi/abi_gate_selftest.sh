@@ -37,7 +37,7 @@ run_gate "$build" "$root" "$work/unchanged.log" ||
   { cat "$work/unchanged.log"; fail "the gate refuses the unchanged build"; }
 
 mkdir -p "$work/src" "$work/pristine"
-(cd "$root" && tar cf - CMakeLists.txt cmake include src pkgconfig) | tar xf - -C "$work/pristine"
+(cd "$root" && tar cf - CMakeLists.txt LICENSE cmake include src pkgconfig packaging) | tar xf - -C "$work/pristine"
 cp -a "$work/pristine/." "$work/src/"
 echo "abi-gate self-test: building the scratch library in $work/build"
 cmake -S "$work/src" -B "$work/build" -DCMAKE_BUILD_TYPE=Debug -DGANG_BUILD_TESTS=OFF \
