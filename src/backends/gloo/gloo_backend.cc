@@ -8,6 +8,7 @@
 #include "backends/gloo/gloo_collectives.h"
 #include "backends/gloo/gloo_device.h"
 #include "backends/gloo/gloo_pairs.h"
+#include "base/big_endian.h"
 #include "base/deadline.h"
 #include "base/descriptors.h"
 #include "base/error.h"
@@ -81,14 +82,11 @@ void GlooBackend::abort() noexcept {
 
 namespace {
 
-uint32_t get_u32(const store::Bytes& b, size_t at) {
-  return (uint32_t{b[at]} << 24) | (uint32_t{b[at + 1]} << 16) | (uint32_t{b[at + 2]} << 8) |
-         uint32_t{b[at + 3]};
-}
+uint32_t get_u32(const store::Bytes& b, size_t at) { return base::get_be32(&b[at]); }
 
 void put_u32(store::Bytes& b, uint32_t v) {
-  b.insert(b.end(), {static_cast<uint8_t>(v >> 24), static_cast<uint8_t>(v >> 16),
-                     static_cast<uint8_t>(v >> 8), static_cast<uint8_t>(v)});
+  b.resize(b.size() + 4);
+  base::put_be32(&b[b.size() - 4], v);
 }
 
 // A gang split from one whose connections are `mesh`'s: its ranks say

@@ -22,6 +22,7 @@
 #include <mutex>
 #include <vector>
 
+#include "base/big_endian.h"
 #include "base/deadline.h"
 #include "base/descriptors.h"
 #include "base/error.h"
@@ -61,15 +62,12 @@ std::string proof(const std::string& secret, int connector, int listener,
 }
 
 void put_u32(std::string& s, uint32_t v) {
-  s += {static_cast<char>(v >> 24), static_cast<char>(v >> 16), static_cast<char>(v >> 8),
-        static_cast<char>(v)};
+  unsigned char b[4];
+  base::put_be32(b, v);
+  s.append(reinterpret_cast<const char*>(b), sizeof b);
 }
 
-uint32_t get_u32(const char* p) {
-  const auto* b = reinterpret_cast<const unsigned char*>(p);
-  return (uint32_t{b[0]} << 24) | (uint32_t{b[1]} << 16) | (uint32_t{b[2]} << 8) |
-         uint32_t{b[3]};
-}
+uint32_t get_u32(const char* p) { return base::get_be32(reinterpret_cast<const unsigned char*>(p)); }
 
 std::string hello(const std::string& secret, int connector, int listener,
                   uint32_t generation, const std::vector<char>& listener_address) {

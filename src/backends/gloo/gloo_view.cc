@@ -120,10 +120,6 @@ void View::fence(const std::vector<int>& peers) noexcept {
   for (int p : peers) transport_->fence(p);
 }
 
-void View::fence_all() noexcept {
-  for (int p = 0; p < size; ++p) transport_->fence(p);
-}
-
 std::vector<int> View::broken() {
   std::vector<int> peers;
   for (int p = 0; p < size; ++p) {

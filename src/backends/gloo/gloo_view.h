@@ -23,7 +23,8 @@
 // Gloo closes every pair of a context when a wait on it times out; a view
 // has no pairs of its own, so its timeouts close nothing. The gang closes
 // what it used instead (fence): the connections its abandoned transfers
-// were posted on, and on abort every connection it used.
+// were posted on; and a gang whose mesh never served another closes all of
+// it on abort (GlooBackend::abort).
 #pragma once
 
 #include <gloo/context.h>
@@ -56,8 +57,6 @@ class View final : public ::gloo::Context {
   // Closes the connections this gang used with `peers` (its ranks); the
   // next use by any gang of the mesh connects again. From any thread.
   void fence(const std::vector<int>& peers) noexcept;
-  // The same for every connection this gang used.
-  void fence_all() noexcept;
   // The ranks whose connection with this one failed, in rank order.
   std::vector<int> broken();
 
