@@ -5,6 +5,8 @@
 # are allowed everywhere except where a rule says otherwise.
 
 # layer -> layers it may include from (its own folder is always allowed).
+# interop/ holds the public<->internal enum tables and the exception
+# firewall that abi/ (the C shim) and plugin/ (the module host) share.
 # abi/ reaches two pure topology headers directly: gang_layout_ranks and
 # gang_layout_after_loss are nothing but their functions.
 set(ALLOWED_base      "gang/gang_status.h")
@@ -12,7 +14,9 @@ set(ALLOWED_store     "base")
 set(ALLOWED_topology  "base")
 set(ALLOWED_core      "base;store;topology;gang/gang_backend.h;gang/gang.h")
 set(ALLOWED_backends  "base;core;store;topology")
-set(ALLOWED_abi       "base;core;store/store.h;topology/layout.h;topology/after_loss.h;gang")
+set(ALLOWED_interop   "base;core;gang")
+set(ALLOWED_plugin    "base;core;store;interop;gang")
+set(ALLOWED_abi       "base;core;interop;store/store.h;topology/layout.h;topology/after_loss.h;gang")
 set(ALLOWED_launcher  "base;store;gang/gang_version.h")
 set(ALLOWED_tools     "gang")
 # Backends built as modules (libgang-<name>.so) see gang only through the
@@ -42,7 +46,7 @@ foreach(f IN LISTS files)
     string(REGEX MATCH "^#include [\"<]([^\">]+)[\">]" _ "${line}")
     set(inc "${CMAKE_MATCH_1}")
     # System and third-party headers (no folder of ours) are not checked.
-    if(NOT inc MATCHES "^(base|core|store|topology|backends|abi|launcher|tools|gang)/")
+    if(NOT inc MATCHES "^(base|core|store|topology|backends|interop|plugin|abi|launcher|tools|gang)/")
       continue()
     endif()
     string(FIND "${inc}" "${own}" at)

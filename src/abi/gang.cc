@@ -41,16 +41,12 @@ gang_options_t read_options(const gang_options_t* user, const char* api) {
 }
 
 gang::core::DeviceType to_device(int32_t d, const char* api) {
-  switch (d) {
-    case GANG_DEVICE_CPU:
-      return gang::core::DeviceType::kCpu;
-    case GANG_DEVICE_CUDA:
-      return gang::core::DeviceType::kCuda;
-    default:
-      break;
+  gang::core::DeviceType out;
+  if (!gang::interop::from_public(d, &out)) {
+    gang::fail(Status::kInvalidArgument, api, ": options.device_type ", d,
+               " is not a gang_device_type_t");
   }
-  gang::fail(Status::kInvalidArgument, api, ": options.device_type ", d,
-             " is not a gang_device_type_t");
+  return out;
 }
 
 }  // namespace
@@ -153,10 +149,7 @@ GANG_API const char* gang_backend_name(const gang_t* g) {
 
 GANG_API gang_device_type_t gang_device_type(const gang_t* g) {
   try {
-    return pin_gang(g, "gang_device_type")->device_type() ==
-                   gang::core::DeviceType::kCuda
-               ? GANG_DEVICE_CUDA
-               : GANG_DEVICE_CPU;
+    return gang::interop::to_public(pin_gang(g, "gang_device_type")->device_type());
   } catch (...) {
     return GANG_DEVICE_CPU;
   }

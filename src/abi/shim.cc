@@ -1,5 +1,7 @@
 #include "abi/shim.h"
 
+#include "interop/firewall.h"
+
 #include <cstring>
 #include <new>
 
@@ -14,17 +16,6 @@ thread_local std::string t_last_error;
 void set_last_error(const std::string& message) { t_last_error = message; }
 
 const std::string& last_error() { return t_last_error; }
-
-gang_status_t to_public(Status status) {
-  switch (static_cast<int>(status)) {
-#define GANG_TO_PUBLIC_(name, value, msg) \
-  case value:                             \
-    return name;
-    GANG_STATUS_MAP(GANG_TO_PUBLIC_)
-#undef GANG_TO_PUBLIC_
-  }
-  return GANG_ERR_INTERNAL;
-}
 
 gang_status_t report(Status status, const std::string& message) {
   if (status != Status::kOk && status != Status::kInProgress) {
@@ -46,73 +37,31 @@ gang_status_t test_work(core::Work& work) {
 }
 
 gang_status_t handle_exception() noexcept {
-  try {
-    throw;
-  } catch (const Error& e) {
-    set_last_error(e.what());
-    return to_public(e.status());
-  } catch (const std::bad_alloc&) {
-    set_last_error("out of memory");
-    return GANG_ERR_NO_MEMORY;
-  } catch (const std::exception& e) {
-    set_last_error(std::string("internal error: ") + e.what());
-    return GANG_ERR_INTERNAL;
-  } catch (...) {
-    set_last_error("internal error: unknown exception");
-    return GANG_ERR_INTERNAL;
-  }
+  return interop::caught([](const char* a, const char* b) {
+    try {
+      set_last_error(std::string(a) + b);
+    } catch (...) {
+      // No memory for the message: the status says it.
+    }
+  });
 }
 
 core::DType to_dtype(gang_dtype_t dtype, const char* api) {
-  switch (dtype) {
-    case GANG_INT8:
-      return core::DType::kInt8;
-    case GANG_UINT8:
-      return core::DType::kUInt8;
-    case GANG_INT32:
-      return core::DType::kInt32;
-    case GANG_UINT32:
-      return core::DType::kUInt32;
-    case GANG_INT64:
-      return core::DType::kInt64;
-    case GANG_UINT64:
-      return core::DType::kUInt64;
-    case GANG_FLOAT16:
-      return core::DType::kFloat16;
-    case GANG_BFLOAT16:
-      return core::DType::kBFloat16;
-    case GANG_FLOAT32:
-      return core::DType::kFloat32;
-    case GANG_FLOAT64:
-      return core::DType::kFloat64;
-    case GANG_BOOL:
-      return core::DType::kBool;
-    case GANG_INT16:
-      return core::DType::kInt16;
-    case GANG_DTYPE_FORCE_32BIT:
-      break;
+  core::DType out;
+  if (!interop::from_public(dtype, &out)) {
+    fail(Status::kInvalidArgument, api, ": dtype ", static_cast<long long>(dtype),
+         " is not a gang_dtype_t");
   }
-  fail(Status::kInvalidArgument, api, ": dtype ", static_cast<long long>(dtype),
-       " is not a gang_dtype_t");
+  return out;
 }
 
 core::ReduceOp to_op(gang_op_t op, const char* api) {
-  switch (op) {
-    case GANG_SUM:
-      return core::ReduceOp::kSum;
-    case GANG_PROD:
-      return core::ReduceOp::kProd;
-    case GANG_MIN:
-      return core::ReduceOp::kMin;
-    case GANG_MAX:
-      return core::ReduceOp::kMax;
-    case GANG_AVG:
-      return core::ReduceOp::kAvg;
-    case GANG_OP_FORCE_32BIT:
-      break;
+  core::ReduceOp out;
+  if (!interop::from_public(op, &out)) {
+    fail(Status::kInvalidArgument, api, ": op ", static_cast<long long>(op),
+         " is not a gang_op_t");
   }
-  fail(Status::kInvalidArgument, api, ": op ", static_cast<long long>(op),
-       " is not a gang_op_t");
+  return out;
 }
 
 gang_work_t* wrap_work(std::shared_ptr<core::Work> work) {

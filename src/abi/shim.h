@@ -13,6 +13,7 @@
 #include "core/types.h"
 #include "core/work.h"
 #include "gang/gang.h"
+#include "interop/public_enums.h"
 #include "store/store.h"
 
 namespace gang::abi {
@@ -37,7 +38,7 @@ GangsTable& gangs_table();
 // Records message as this thread's last error.
 void set_last_error(const std::string& message);
 
-gang_status_t to_public(Status status);
+using interop::to_public;
 
 // The tail every waiting entry point shares: wait for (or test) the work,
 // make a failure this thread's last error, map the status. timeout as

@@ -14,7 +14,6 @@
 #include "core/log.h"
 #include "core/registry.h"
 #include "core/rendezvous.h"
-#include "core/two_level.h"
 #include "store/recording_store.h"
 #include "store/store.h"
 #include "topology/host.h"
@@ -137,7 +136,8 @@ std::shared_ptr<Gang> Gang::create(const GangOptions& o) {
   for (int i = 0; i < r.size; ++i) s.root_ranks[static_cast<size_t>(i)] = i;
   // A gang of one is on one host; a bigger one may be, which is known
   // after rendezvous.
-  s.backend = select_backend(o.backend, o.device_type, r.size == 1);
+  s.backend = choose(o.backend, o.device_type,
+                     r.size == 1 ? std::vector<int>{0} : std::vector<int>{});
   s.debug = r.debug;
   s.asked = o.backend.empty() ? "auto" : o.backend;
 
@@ -171,15 +171,7 @@ std::shared_ptr<Gang> Gang::create(const GangOptions& o) {
       *store, meet, r.rank, r.size, cfg.host_id, asks,
       std::chrono::duration_cast<Millis>(cfg.deadline - Clock::now()), o.lost);
   // Every rank decides alike: they all read the same host numbers.
-  const bool automatic = o.backend.empty() || o.backend == "auto";
-  if (gen.hosts() == 1) {
-    s.backend = select_backend(o.backend, o.device_type, true);
-  } else if (automatic && spans_shared_hosts(gen.host_of)) {
-    // Several ranks on some hosts: a one-host backend within each, the
-    // wide one between them.
-    BackendInfo local = select_backend(o.backend, o.device_type, true);
-    if (local.one_host_only) s.backend = two_level(local, s.backend);
-  }
+  s.backend = choose(o.backend, o.device_type, gen.host_of);
   s.store_prefix = std::move(gen.prefix);
   cfg.secret = std::move(gen.secret);
   cfg.host_of = std::move(gen.host_of);
@@ -217,10 +209,12 @@ std::shared_ptr<Gang> Gang::create_fake(int rank, int size) {
 }
 
 std::unique_ptr<ControlChannel> Gang::own_control(const Setup& s) {
-  const auto& hosts = s.config.host_of;
-  const bool one_host = std::all_of(hosts.begin(), hosts.end(),
-                                    [&](int h) { return h == hosts.front(); });
-  BackendInfo host = select_backend("", DeviceType::kCpu, one_host);
+  // A flat backend: control traffic is small, and two levels would need
+  // control channels of their own.
+  // Gangs made without a rendezvous (of one rank, or fake) are on this host.
+  const std::vector<int> hosts =
+      s.config.host_of.empty() ? std::vector<int>{0} : s.config.host_of;
+  BackendInfo host = choose("", DeviceType::kCpu, hosts, /*compose=*/false);
   BackendConfig cfg = s.config;
   cfg.device_type = DeviceType::kCpu;
   cfg.device_index = -1;

@@ -5,7 +5,7 @@
 #include <optional>
 
 #include "base/error.h"
-#include "core/plugin_loader.h"
+#include <set>
 
 namespace gang::core {
 
@@ -14,6 +14,8 @@ namespace {
 struct Registry {
   std::mutex mu;
   std::vector<BackendInfo> backends;
+  std::vector<BackendSource> sources;
+  Composer composer;
 };
 
 // A function-local static: registrars in other translation units run during
@@ -38,29 +40,25 @@ std::string joined(const std::vector<std::string>& names) {
   return out;
 }
 
-// Modules this build of gang ships, as "name:device,name:device" (set by
-// CMake, e.g. "nccl:cuda"): a missing one is then a module that was not
-// installed (kUnavailable), not a name nothing answers to.
-#ifndef GANG_SHIPPED_MODULES
-#define GANG_SHIPPED_MODULES ""
-#endif
+std::vector<BackendSource> sources() {
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mu);
+  return r.sources;
+}
 
-// The shipped module that serves `device` or is called `name`, as "name", or
-// "" if none.
-std::string shipped_module(const std::string& name, DeviceType device) {
-  const std::string list = GANG_SHIPPED_MODULES;
-  size_t start = 0;
-  while (start < list.size()) {
-    const size_t end = std::min(list.find(',', start), list.size());
-    const std::string item = list.substr(start, end - start);
-    const size_t colon = item.find(':');
-    const std::string module = item.substr(0, colon);
-    const std::string dev = colon == std::string::npos ? "" : item.substr(colon + 1);
-    if (module == name ||
-        (name.empty() && dev == (device == DeviceType::kCuda ? "cuda" : "cpu"))) {
-      return module;
-    }
-    start = end + 1;
+// Where the sources looked, for messages.
+std::string places() {
+  std::vector<std::string> all;
+  for (const auto& s : sources()) {
+    for (auto& p : s.places()) all.push_back(std::move(p));
+  }
+  return joined(all);
+}
+
+std::string shipped(const std::string& name, DeviceType device) {
+  for (const auto& s : sources()) {
+    std::string module = s.shipped(name, device);
+    if (!module.empty()) return module;
   }
   return "";
 }
@@ -78,18 +76,20 @@ BackendInfo by_name(const std::string& name, DeviceType device) {
       if (b.name == name) found = b;
     }
   }
-  if (!found) found = plugins::find_module(name);
-  if (!found && !shipped_module(name, device).empty()) {
+  for (const auto& source : sources()) {
+    if (!found) found = source.find(name);
+  }
+  if (!found && !shipped(name, device).empty()) {
     fail(Status::kUnavailable, "gang_create: the ", name,
          " backend is the module libgang-", name,
-         ".so, which is not installed in ", joined(plugins::search_dirs()),
+         ".so, which is not installed in ", places(),
          " (GANG_PLUGIN_PATH adds directories)");
   }
   if (!found) {
     fail(Status::kInvalidArgument, "gang_create: options.backend \"", name,
          "\" is unknown: no built-in backend has that name (this build has: ",
          joined(backend_names()), ") and no module libgang-", name,
-         ".so is in ", joined(plugins::search_dirs()));
+         ".so is in ", places());
   }
   if (!serves(*found, device)) {
     fail(Status::kUnsupported, "gang_create: the ", name, " backend does not "
@@ -120,8 +120,8 @@ std::vector<std::string> backend_names() {
   return names;
 }
 
-BackendInfo select_backend(const std::string& name, DeviceType device,
-                           bool one_host) {
+// The backend of highest priority for `device` (or the one called `name`).
+BackendInfo select(const std::string& name, DeviceType device, bool one_host) {
   if (!name.empty() && name != "auto") return by_name(name, device);
   const auto eligible = [&](const BackendInfo& b) {
     return b.priority >= 0 && serves(b, device) && (one_host || !b.one_host_only);
@@ -135,8 +135,10 @@ BackendInfo select_backend(const std::string& name, DeviceType device,
       if (eligible(b)) candidates.push_back(b);
     }
   }
-  for (auto& m : plugins::all_modules()) {
-    if (eligible(m)) candidates.push_back(std::move(m));
+  for (const auto& source : sources()) {
+    for (auto& m : source.all()) {
+      if (eligible(m)) candidates.push_back(std::move(m));
+    }
   }
   // Highest priority first; built-ins before modules of equal priority.
   std::stable_sort(candidates.begin(), candidates.end(),
@@ -149,17 +151,56 @@ BackendInfo select_backend(const std::string& name, DeviceType device,
     if (why.empty()) return c;
     reasons += str_cat("; ", c.name, ": ", why);
   }
-  const std::string module = shipped_module("", device);
+  const std::string module = shipped("", device);
   fail(Status::kUnavailable, "gang_create: no backend for ",
        device_name(device), " buffers is available in this process",
        candidates.empty()
            ? str_cat(" (none is built in, and no module in ",
-                     joined(plugins::search_dirs()), " serves them",
+                     places(), " serves them",
                      module.empty() ? "" : str_cat("; the ", module,
                                                    " backend is the module libgang-",
                                                    module, ".so"),
                      ")")
            : reasons);
+}
+
+// Several hosts, and several ranks on some of them.
+bool spans_shared_hosts(const std::vector<int>& host_of) {
+  const size_t hosts = std::set<int>(host_of.begin(), host_of.end()).size();
+  return hosts > 1 && hosts < host_of.size();
+}
+
+BackendInfo choose(const std::string& name, DeviceType device,
+                   const std::vector<int>& host_of, bool compose) {
+  const bool one_host =
+      !host_of.empty() && std::all_of(host_of.begin(), host_of.end(),
+                                      [&](int h) { return h == host_of.front(); });
+  BackendInfo wide = select(name, device, one_host);
+  const bool automatic = name.empty() || name == "auto";
+  if (one_host || !automatic || !compose || !spans_shared_hosts(host_of)) return wide;
+  Composer composer;
+  {
+    Registry& r = registry();
+    std::lock_guard<std::mutex> lock(r.mu);
+    composer = r.composer;
+  }
+  if (!composer) return wide;
+  // Several ranks on some hosts: a one-host backend within each, the wide
+  // one between them.
+  BackendInfo local = select(name, device, true);
+  return local.one_host_only ? composer(local, wide) : wide;
+}
+
+void register_source(BackendSource source) {
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mu);
+  r.sources.push_back(std::move(source));
+}
+
+void register_composer(Composer composer) {
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mu);
+  r.composer = std::move(composer);
 }
 
 }  // namespace gang::core

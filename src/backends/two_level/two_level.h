@@ -8,17 +8,16 @@
 // the host's steps on the others); every other operation (and every group) runs on a flat gang of all
 // ranks on the wide backend, whose connections are made only when used.
 //
-// The core composes the two by their properties (BackendInfo::one_host_only)
-// and never by name; this file knows no backend.
+// The registry composes the two by their properties
+// (BackendInfo::one_host_only) and never by name (core::choose); this
+// backend registers the composer and knows no other backend.
 #pragma once
 
 #include "core/registry.h"
 
-namespace gang::core {
+namespace gang::backends::two_level_impl {
 
-// Whether a gang with these host numbers (BackendConfig::host_of) gains
-// from two levels: more than one host, and more than one rank on some.
-bool spans_shared_hosts(const std::vector<int>& host_of);
+using core::BackendInfo;
 
 // A backend of two levels over `local` (serves one host) and `wide` (any
 // gang). Named "<local>+<wide>". For a gang that turns out to be on one
@@ -26,4 +25,4 @@ bool spans_shared_hosts(const std::vector<int>& host_of);
 // alone.
 BackendInfo two_level(const BackendInfo& local, const BackendInfo& wide);
 
-}  // namespace gang::core
+}  // namespace gang::backends::two_level_impl

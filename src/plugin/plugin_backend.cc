@@ -1,4 +1,4 @@
-#include "core/plugin_backend.h"
+#include "plugin/plugin_backend.h"
 
 #include <chrono>
 #include <cstddef>
@@ -9,9 +9,13 @@
 #include <utility>
 
 #include "base/error.h"
+#include "interop/firewall.h"
+#include "interop/public_enums.h"
 #include "store/store.h"
 
-namespace gang::core {
+namespace gang::plugin {
+
+using namespace core;  // the Backend interface this file implements
 
 namespace {
 
@@ -78,53 +82,6 @@ class Message {
   char buf_[kMessageBytes];
 };
 
-// ---- statuses ---------------------------------------------------------------
-
-struct StatusPair {
-  gang_status_t pub;
-  Status status;
-};
-
-constexpr StatusPair kStatuses[] = {
-    {GANG_OK, Status::kOk},
-    {GANG_IN_PROGRESS, Status::kInProgress},
-    {GANG_ERR_INVALID_ARGUMENT, Status::kInvalidArgument},
-    {GANG_ERR_UNSUPPORTED, Status::kUnsupported},
-    {GANG_ERR_UNAVAILABLE, Status::kUnavailable},
-    {GANG_ERR_TIMEOUT, Status::kTimeout},
-    {GANG_ERR_PEER_LOST, Status::kPeerLost},
-    {GANG_ERR_MISMATCH, Status::kMismatch},
-    {GANG_ERR_ABORTED, Status::kAborted},
-    {GANG_ERR_STORE, Status::kStore},
-    {GANG_ERR_NO_MEMORY, Status::kNoMemory},
-    {GANG_ERR_SYSTEM, Status::kSystem},
-    {GANG_ERR_INTERNAL, Status::kInternal},
-};
-
-#define GANG_STATUS_COUNT_(name, value, msg) +1
-static_assert(sizeof kStatuses / sizeof kStatuses[0] ==
-                  0 GANG_STATUS_MAP(GANG_STATUS_COUNT_),
-              "kStatuses misses a status of gang_status.h");
-#undef GANG_STATUS_COUNT_
-
-// False for a value that is no gang_status_t (a module's bug).
-bool from_public(gang_status_t pub, Status* out) {
-  for (const StatusPair& p : kStatuses) {
-    if (p.pub == pub) {
-      *out = p.status;
-      return true;
-    }
-  }
-  return false;
-}
-
-gang_status_t to_public(Status status) {
-  for (const StatusPair& p : kStatuses) {
-    if (p.status == status) return p.pub;
-  }
-  return GANG_ERR_INTERNAL;
-}
-
 // A module's failed call as gang::Error: its status and "<name>: <message>".
 // Success statuses where an error was due, and values outside the list, are
 // the module's bug: kInternal.
@@ -132,7 +89,7 @@ gang_status_t to_public(Status status) {
                             gang_status_t pub, Message& message) {
   const std::string text = message.text();
   Status status = Status::kInternal;
-  if (!from_public(pub, &status) || status == Status::kOk ||
+  if (!interop::from_public(pub, &status) || status == Status::kOk ||
       status == Status::kInProgress) {
     fail(Status::kInternal, table->name, ": ", call,
          " returned the unexpected status ", static_cast<int>(pub),
@@ -160,127 +117,11 @@ bool ended(const gang_backend_t* table, const char* call, gang_status_t pub,
 
 // ---- enums, through tables (switches the compiler checks for gaps) ----------
 
-gang_backend_opkind_t to_c(OpKind kind) {
-  switch (kind) {
-    case OpKind::kAllReduce:
-      return GANG_BACKEND_OP_ALL_REDUCE;
-    case OpKind::kReduce:
-      return GANG_BACKEND_OP_REDUCE;
-    case OpKind::kBroadcast:
-      return GANG_BACKEND_OP_BROADCAST;
-    case OpKind::kAllGather:
-      return GANG_BACKEND_OP_ALL_GATHER;
-    case OpKind::kAllGatherV:
-      return GANG_BACKEND_OP_ALL_GATHERV;
-    case OpKind::kGather:
-      return GANG_BACKEND_OP_GATHER;
-    case OpKind::kScatter:
-      return GANG_BACKEND_OP_SCATTER;
-    case OpKind::kReduceScatter:
-      return GANG_BACKEND_OP_REDUCE_SCATTER;
-    case OpKind::kReduceScatterV:
-      return GANG_BACKEND_OP_REDUCE_SCATTERV;
-    case OpKind::kAllToAll:
-      return GANG_BACKEND_OP_ALL_TO_ALL;
-    case OpKind::kAllToAllV:
-      return GANG_BACKEND_OP_ALL_TO_ALLV;
-    case OpKind::kBarrier:
-      return GANG_BACKEND_OP_BARRIER;
-    case OpKind::kSend:
-      return GANG_BACKEND_OP_SEND;
-    case OpKind::kRecv:
-      return GANG_BACKEND_OP_RECV;
-  }
-  fail(Status::kInternal, "plugin: no module kind for operation kind ",
-       static_cast<int>(kind));
-}
-
-gang_dtype_t to_c(DType dtype) {
-  switch (dtype) {
-    case DType::kInt8:
-      return GANG_INT8;
-    case DType::kUInt8:
-      return GANG_UINT8;
-    case DType::kInt32:
-      return GANG_INT32;
-    case DType::kUInt32:
-      return GANG_UINT32;
-    case DType::kInt64:
-      return GANG_INT64;
-    case DType::kUInt64:
-      return GANG_UINT64;
-    case DType::kFloat16:
-      return GANG_FLOAT16;
-    case DType::kBFloat16:
-      return GANG_BFLOAT16;
-    case DType::kFloat32:
-      return GANG_FLOAT32;
-    case DType::kFloat64:
-      return GANG_FLOAT64;
-    case DType::kBool:
-      return GANG_BOOL;
-    case DType::kInt16:
-      return GANG_INT16;
-  }
-  fail(Status::kInternal, "plugin: no public dtype for dtype ",
-       static_cast<int>(dtype));
-}
-
-gang_op_t to_c(ReduceOp op) {
-  switch (op) {
-    case ReduceOp::kSum:
-      return GANG_SUM;
-    case ReduceOp::kProd:
-      return GANG_PROD;
-    case ReduceOp::kMin:
-      return GANG_MIN;
-    case ReduceOp::kMax:
-      return GANG_MAX;
-    case ReduceOp::kAvg:
-      return GANG_AVG;
-  }
-  fail(Status::kInternal, "plugin: no public op for reduction ",
-       static_cast<int>(op));
-}
-
-gang_backend_channel_t to_c(Channel channel) {
-  switch (channel) {
-    case Channel::kData:
-      return GANG_BACKEND_CHANNEL_DATA;
-    case Channel::kFingerprint:
-      return GANG_BACKEND_CHANNEL_FINGERPRINT;
-    case Channel::kControl:
-      return GANG_BACKEND_CHANNEL_CONTROL;
-  }
-  fail(Status::kInternal, "plugin: no module channel for channel ",
-       static_cast<int>(channel));
-}
-
-gang_device_type_t to_c(DeviceType device) {
-  switch (device) {
-    case DeviceType::kCpu:
-      return GANG_DEVICE_CPU;
-    case DeviceType::kCuda:
-      return GANG_DEVICE_CUDA;
-  }
-  fail(Status::kInternal, "plugin: no public device type for device ",
-       static_cast<int>(device));
-}
-
 // The device types the table's bits name, in the order gang knows them.
-struct DevicePair {
-  gang_device_type_t pub;
-  DeviceType device;
-};
-constexpr DevicePair kDevices[] = {
-    {GANG_DEVICE_CPU, DeviceType::kCpu},
-    {GANG_DEVICE_CUDA, DeviceType::kCuda},
-};
-
 std::vector<DeviceType> devices_of(uint32_t bits) {
   std::vector<DeviceType> devices;
-  for (const DevicePair& d : kDevices) {
-    if (bits & (uint32_t{1} << d.pub)) devices.push_back(d.device);
+  for (DeviceType d : {DeviceType::kCpu, DeviceType::kCuda}) {
+    if (bits & (uint32_t{1} << interop::to_public(d))) devices.push_back(d);
   }
   return devices;
 }
@@ -307,14 +148,14 @@ void translate(const Operation& op, gang_backend_op_t* out) {
   const OpInfo& info = op_info(a.kind);
   *out = gang_backend_op_t{};
   out->struct_size = sizeof *out;
-  out->kind = to_c(a.kind);
-  out->dtype = to_c(a.dtype);
+  out->kind = interop::to_public(a.kind);
+  out->dtype = interop::to_public(a.dtype);
   // The header promises fixed values where a field does not apply, so a
   // module can hash or log the whole struct.
-  out->op = info.reducing ? to_c(a.op) : GANG_SUM;
+  out->op = info.reducing ? interop::to_public(a.op) : GANG_SUM;
   out->root = info.rooted || info.p2p ? a.root : 0;
   out->tag = info.p2p ? a.tag : 0;
-  out->channel = to_c(op.channel);
+  out->channel = interop::to_public(op.channel);
   out->send = a.send;
   out->recv = a.recv;
   out->count = a.count;
@@ -356,19 +197,9 @@ gang_status_t firewall(char* err, size_t err_len, F&& body) noexcept {
   try {
     body();
     return GANG_OK;
-  } catch (const Error& e) {
-    put_message(err, err_len, e.what());
-    const gang_status_t pub = to_public(e.status());
-    return pub == GANG_OK || pub == GANG_IN_PROGRESS ? GANG_ERR_INTERNAL : pub;
-  } catch (const std::bad_alloc&) {
-    put_message(err, err_len, "out of memory");
-    return GANG_ERR_NO_MEMORY;
-  } catch (const std::exception& e) {
-    put_message(err, err_len, "internal error: ", e.what());
-    return GANG_ERR_INTERNAL;
   } catch (...) {
-    put_message(err, err_len, "internal error: unknown exception");
-    return GANG_ERR_INTERNAL;
+    return interop::caught(
+        [&](const char* a, const char* b) { put_message(err, err_len, a, b); });
   }
 }
 
@@ -530,7 +361,7 @@ PluginBackend::PluginBackend(const gang_backend_t* table,
   c.size = config.size;
   c.local_rank = config.local_rank;
   c.local_size = config.local_size;
-  c.device_type = to_c(config.device_type);
+  c.device_type = interop::to_public(config.device_type);
   c.device_index = config.device_index;
   c.timeout_ms = config.timeout.count();
   c.host_id = in.host_id.c_str();
@@ -569,7 +400,7 @@ int PluginBackend::device_index() const {
 }
 
 bool PluginBackend::supports(ReduceOp op, DType dtype) const {
-  return instance_->table->supports(instance_->handle, to_c(op), to_c(dtype)) !=
+  return instance_->table->supports(instance_->handle, interop::to_public(op), interop::to_public(dtype)) !=
          0;
 }
 
@@ -621,7 +452,7 @@ Status PluginBackend::poll_error(std::string* message) {
   if (pub == GANG_OK) return Status::kOk;
   Status status = Status::kInternal;
   std::string text = m.text();
-  if (!from_public(pub, &status) || status == Status::kInProgress) {
+  if (!interop::from_public(pub, &status) || status == Status::kInProgress) {
     status = Status::kInternal;
     text = str_cat("poll_error returned the unexpected status ",
                    static_cast<int>(pub), text.empty() ? "" : ": ", text);
@@ -745,4 +576,4 @@ BackendInfo make_plugin_info(const gang_backend_t* table,
   return info;
 }
 
-}  // namespace gang::core
+}  // namespace gang::plugin

@@ -13,7 +13,16 @@
 #include "core/registry.h"
 #include "gang/gang_backend.h"
 
-namespace gang::core {
+namespace gang::plugin {
+
+using core::Backend;
+using core::BackendConfig;
+using core::BackendInfo;
+using core::BackendWorkPtr;
+using core::Capabilities;
+using core::DType;
+using core::Operation;
+using core::ReduceOp;
 
 class PluginBackend final : public Backend {
  public:
@@ -66,4 +75,4 @@ BackendInfo make_plugin_info(const gang_backend_t* table,
                              std::shared_ptr<void> module,
                              const std::string& path);
 
-}  // namespace gang::core
+}  // namespace gang::plugin

@@ -1,4 +1,4 @@
-#include "core/plugin_loader.h"
+#include "plugin/loader.h"
 
 #include <dirent.h>
 #include <dlfcn.h>
@@ -14,10 +14,13 @@
 #include "base/error.h"
 #include "core/env.h"
 #include "core/log.h"
-#include "core/plugin_backend.h"
+#include "plugin/plugin_backend.h"
 #include "gang/gang_backend.h"
 
-namespace gang::core::plugins {
+namespace gang::plugin {
+
+using core::BackendInfo;
+using core::DeviceType;
 
 namespace {
 
@@ -161,7 +164,7 @@ std::vector<std::string> module_names(const std::string& dir) {
 }  // namespace
 
 std::vector<std::string> search_dirs() {
-  std::vector<std::string> dirs = env::plugin_path();
+  std::vector<std::string> dirs = core::env::plugin_path();
   // The library does not move while it is loaded.
   static const std::string libdir = library_dir();
   if (!libdir.empty()) dirs.push_back(join(libdir, "gang"));
@@ -201,4 +204,44 @@ std::vector<BackendInfo> all_modules() {
   return modules;
 }
 
-}  // namespace gang::core::plugins
+// Modules this build of gang ships, as "name:device,name:device" (set by
+// CMake, e.g. "nccl:cuda").
+#ifndef GANG_SHIPPED_MODULES
+#define GANG_SHIPPED_MODULES ""
+#endif
+
+std::string shipped_module(const std::string& name, DeviceType device) {
+  const std::string list = GANG_SHIPPED_MODULES;
+  size_t start = 0;
+  while (start < list.size()) {
+    const size_t end = std::min(list.find(',', start), list.size());
+    const std::string item = list.substr(start, end - start);
+    const size_t colon = item.find(':');
+    const std::string module = item.substr(0, colon);
+    const std::string dev = colon == std::string::npos ? "" : item.substr(colon + 1);
+    if (module == name ||
+        (name.empty() && dev == (device == DeviceType::kCuda ? "cuda" : "cpu"))) {
+      return module;
+    }
+    start = end + 1;
+  }
+  return "";
+}
+
+namespace {
+
+// The module host joins the registry as a source, as built-in backends
+// join it with their registrars.
+const bool registered = [] {
+  core::BackendSource source;
+  source.find = find_module;
+  source.all = all_modules;
+  source.places = search_dirs;
+  source.shipped = shipped_module;
+  core::register_source(std::move(source));
+  return true;
+}();
+
+}  // namespace
+
+}  // namespace gang::plugin

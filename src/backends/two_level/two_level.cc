@@ -1,4 +1,4 @@
-#include "core/two_level.h"
+#include "backends/two_level/two_level.h"
 
 #include <algorithm>
 #include <cctype>
@@ -16,7 +16,9 @@
 #include "core/types.h"
 #include "store/store.h"
 
-namespace gang::core {
+namespace gang::backends::two_level_impl {
+
+using namespace core;  // the Backend interface this file implements
 
 namespace {
 
@@ -479,12 +481,6 @@ std::unique_ptr<Backend> create(const BackendInfo& local_info, const BackendInfo
 
 }  // namespace
 
-bool spans_shared_hosts(const std::vector<int>& host_of) {
-  if (host_of.empty()) return false;
-  const Layout l = layout_of(host_of, 0);
-  return l.hosts() > 1 && l.hosts() < static_cast<int>(host_of.size());
-}
-
 BackendInfo two_level(const BackendInfo& local, const BackendInfo& wide) {
   BackendInfo info = wide;
   info.name = local.name + "+" + wide.name;
@@ -497,4 +493,13 @@ BackendInfo two_level(const BackendInfo& local, const BackendInfo& wide) {
   return info;
 }
 
-}  // namespace gang::core
+namespace {
+
+const bool registered = [] {
+  register_composer(two_level);
+  return true;
+}();
+
+}  // namespace
+
+}  // namespace gang::backends::two_level_impl

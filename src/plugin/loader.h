@@ -1,8 +1,9 @@
 // Finds backend modules (gang/gang_backend.h) on disk and turns them into
 // registry entries. A module for backend <name> is the file
-// libgang-<name>.so in the first search directory that has it; the registry
-// asks here for names no built-in backend answers to, and for every module
-// when it picks "auto".
+// libgang-<name>.so in the first search directory that has it. The loader
+// registers itself with the registry as a source (core::BackendSource):
+// asked for names no built-in backend answers to, and for every module
+// when "auto" chooses.
 #pragma once
 
 #include <optional>
@@ -11,7 +12,10 @@
 
 #include "core/registry.h"
 
-namespace gang::core::plugins {
+namespace gang::plugin {
+
+using core::BackendInfo;
+using core::DeviceType;
 
 // Where modules are looked for, in order: the entries of GANG_PLUGIN_PATH,
 // then <libdir>/gang, where <libdir> holds the loaded libgang.so.
@@ -32,4 +36,8 @@ std::optional<BackendInfo> find_module(const std::string& name);
 // naming the file and the reason.
 std::vector<BackendInfo> all_modules();
 
-}  // namespace gang::core::plugins
+// The module this build ships that is called `name`, or serves `device`
+// when `name` is "": its name, "" if none.
+std::string shipped_module(const std::string& name, DeviceType device);
+
+}  // namespace gang::plugin
