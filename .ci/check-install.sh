@@ -153,7 +153,7 @@ if [ -z "$loaded" ] ||
 fi
 # ---- static: pkg-config --static against libgang.a -------------------------
 if [ -f "$libdir/libgang.a" ]; then
-  # What the README says: pkg-config's gang-static links libgang.a.
+  # What docs/install.md says: pkg-config's gang-static links libgang.a.
   slibs=$(pkg-config --cflags --libs gang-static) || fail "pkg-config --libs gang-static"
   echo "check-install: pkg-config --cflags --libs gang-static: $slibs"
   # shellcheck disable=SC2086

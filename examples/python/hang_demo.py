@@ -1,4 +1,4 @@
-"""A hang to diagnose (README, Troubleshooting): rank 2 stops after three
+"""A hang to diagnose (docs/errors.md, Troubleshooting): rank 2 stops after three
 all-reduces, as a slow data loader would, while the others wait in the
 fourth. Run it under gangrun, send gangrun SIGUSR2 (every rank then dumps
 its recent operations) and read the dumps with gang-trace.

@@ -2,9 +2,9 @@
 //
 // glibc's memcpy moves sizes from about 2 KiB to the last-level cache's
 // size with `rep movsb`, and some x86 cores (AMD's, this machine's among
-// them) run that 10 to 30 times slower when the destination lies 1 to 63
-// bytes after the source modulo a 4 KiB page: a 128 KiB copy takes 45 us
-// instead of 3. It happens all the time here: staging slots are page
+// them) run that many times slower when the destination lies 1 to 63
+// bytes after the source modulo a 4 KiB page (docs/benchmarks.md, "Copies
+// of user buffers"). It happens all the time here: staging slots are page
 // aligned and large malloc'ed buffers start 16 bytes into a page. Such
 // pairs are copied in 2 KiB pieces, which glibc moves with vector loads
 // and stores; every other pair goes straight to memcpy/memmove.

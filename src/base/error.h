@@ -14,7 +14,7 @@
 namespace gang {
 
 // The statuses of gang_status_t under C++ names, with the same values. The
-// ABI maps between the two through GANG_STATUS_MAP (abi/status.cc), and the
+// ABI maps between the two through GANG_STATUS_MAP (abi/shim.cc), and the
 // assertions below keep the lists equal.
 enum class Status : int {
   kOk = 0,

@@ -1,6 +1,6 @@
 /*
  * test_handles.c - handles that are destroyed, stale, foreign, or destroyed
- * while another thread uses them (API.md sections 1 and 12).
+ * while another thread uses them (gang.h "Conventions" and "Handles").
  *
  * A destroyed or stale handle is GANG_ERR_INVALID_ARGUMENT naming the
  * function (queries give their "no handle" value) without any memory being

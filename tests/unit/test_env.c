@@ -1,9 +1,10 @@
 /*
- * test_env.c - the launch environment (API.md section 9): gang_env_detect's
- * sources, precedence and checks, SLURM host lists and ports, the
- * gang_env_t size rules, and gang_create driven by the environment alone
- * (rank 0 hosting the store, or joining one a launcher already serves;
- * torch's env://; the warning of a process that finds no launcher).
+ * test_env.c - the launch environment (gang.h "Environment and launch"):
+ * gang_env_detect's sources, precedence and checks, SLURM host lists and
+ * ports, the gang_env_t size rules, and gang_create driven by the
+ * environment alone (rank 0 hosting the store, or joining one a launcher
+ * already serves; torch's env://; the warning of a process that finds no
+ * launcher).
  *
  * Every test starts from an environment cleared of the variables gang reads,
  * and sets what it needs with setenv.

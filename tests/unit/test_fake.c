@@ -1,5 +1,5 @@
 /*
- * test_fake.c - the fake gang (gang_create_fake), API.md section 5: one
+ * test_fake.c - the fake gang (gang_create_fake), gang.h "Creating gangs": one
  * process standing in for rank `rank` of a `size`-rank gang in which every
  * rank holds this rank's data. No processes, no traffic.
  */

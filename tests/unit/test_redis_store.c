@@ -1,8 +1,9 @@
 /*
- * test_redis_store.c - "redis://host:port[/prefix]" stores (API.md section
- * 10) against a real redis-server the test starts on a free loopback port:
- * the store calls, waiting and timeouts, key prefixes, a server that is not
- * Redis, and a 3-rank gang that rendezvouses through Redis.
+ * test_redis_store.c - "redis://host:port[/prefix]" stores (gang.h "Stores",
+ * gang_store_create) against a real redis-server the test starts on a
+ * free loopback port: the store calls, waiting and timeouts, key prefixes,
+ * a server that is not Redis, and a 3-rank gang that rendezvouses through
+ * Redis.
  *
  * Skipped (77) when redis-server is not installed (Debian: redis-server).
  */

@@ -72,7 +72,8 @@ class GangAbortedError(GangError):
 
 
 class GangMismatchError(GangError):
-    """Ranks called different operations (found by debug checks)."""
+    """Ranks called different operations (checked always, from each operation's
+    signature, before any payload moves)."""
 
 
 class GangStoreError(GangError):

@@ -188,7 +188,7 @@ class GangPair final : public tcp::Pair {
       // receive being posted). The event stays ready, so the loop turns at
       // once, again and again: on a busy machine it burns the CPU the
       // holder needs to let go, and the operation waits for the scheduler's
-      // next tick (4 ms here). Give way instead.
+      // next tick (docs/benchmarks.md, "The 4 ms mode"). Give way instead.
       if (!m_.try_lock()) {
         sched_yield();
         return;
