@@ -1,5 +1,8 @@
 #include "core/collective.h"
 
+#include "base/error.h"
+#include "base/hash.h"
+
 namespace gang::core {
 
 namespace {
@@ -29,6 +32,72 @@ static_assert(sizeof kOps / sizeof kOps[0] == kNumOpKinds,
 
 const OpInfo& op_info(OpKind kind) {
   return kOps[static_cast<size_t>(kind)];
+}
+
+namespace {
+
+bool per_rank_counts(OpKind k) {
+  return k == OpKind::kAllGatherV || k == OpKind::kReduceScatterV;
+}
+
+}  // namespace
+
+uint64_t hash_counts(const std::vector<size_t>& counts) {
+  // Over each count's 8 bytes, little-endian whatever the host.
+  uint64_t h = base::kFnvOffset;
+  for (size_t c : counts) {
+    unsigned char le[8];
+    for (int i = 0; i < 8; ++i) le[i] = static_cast<unsigned char>(static_cast<uint64_t>(c) >> (8 * i));
+    h = base::fnv1a(le, sizeof le, h);
+  }
+  return h;
+}
+
+OpSignature OpSignature::of(const CollectiveArgs& a) {
+  const OpInfo& info = op_info(a.kind);
+  OpSignature s{};
+  s.kind = static_cast<uint8_t>(a.kind);
+  s.dtype = static_cast<uint8_t>(a.dtype);
+  s.op = info.reducing ? static_cast<uint8_t>(a.op) : 0;
+  s.root = info.rooted ? a.root : info.p2p ? a.tag : 0;
+  if (a.kind != OpKind::kAllToAllV && a.kind != OpKind::kBarrier) s.count = a.count;
+  if (per_rank_counts(a.kind)) {
+    s.counts_hash = hash_counts(a.recv_counts);
+    for (size_t c : a.recv_counts) s.total += c;
+  }
+  return s;
+}
+
+bool OpSignature::same(const OpSignature& o) const {
+  if (kind != o.kind || dtype != o.dtype || op != o.op || root != o.root) return false;
+  const auto k = static_cast<OpKind>(kind);
+  if (per_rank_counts(k)) return total == o.total && counts_hash == o.counts_hash;
+  return count == o.count;
+}
+
+std::string OpSignature::describe() const {
+  if (kind >= kNumOpKinds || dtype > static_cast<uint8_t>(kLastDType)) {
+    return "something that is not a gang operation";
+  }
+  const auto k = static_cast<OpKind>(kind);
+  const OpInfo& info = op_info(k);
+  std::string s = str_cat(info.api, "(");
+  if (k == OpKind::kBarrier) return s + ")";
+  s += dtype_name(static_cast<DType>(dtype));
+  if (per_rank_counts(k)) {
+    s += str_cat(", own count ", count, ", total ", total);
+  } else if (k != OpKind::kAllToAllV) {
+    s += str_cat(", count ", count);
+  }
+  if (info.reducing) s += str_cat(", ", reduce_op_name(static_cast<ReduceOp>(op)));
+  if (info.rooted) s += str_cat(", root ", root);
+  if (info.p2p) s += str_cat(", tag ", root);
+  return s + ")";
+}
+
+std::string mismatch_text(int me, const OpSignature& mine, int peer, const OpSignature& theirs) {
+  return str_cat("ranks called different operations: rank ", me, " called ", mine.describe(),
+                 " but rank ", peer, " called ", theirs.describe());
 }
 
 std::vector<size_t> prefix_offsets(const std::vector<size_t>& counts) {

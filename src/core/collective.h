@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "core/types.h"
@@ -63,6 +64,44 @@ struct CollectiveArgs {
   std::vector<size_t> recv_counts;
   std::vector<size_t> send_counts;
 };
+
+// What every rank of a collective must pass alike, as one fixed layout of
+// plain integers that travels between ranks as it is: shm's descriptors,
+// gloo's frames and the core's debug check all embed it, so a mismatch is
+// found by one rule and worded one way whichever backend finds it. Plain
+// (trivial) so that it can be copied to and from the wire as bytes; make
+// one with of(), or value-initialise it (OpSignature s{}).
+struct OpSignature {
+  uint8_t kind;   // OpKind
+  uint8_t dtype;  // DType
+  uint8_t op;     // ReduceOp for reductions, else 0
+  uint8_t spare;
+  int32_t root;   // rooted: the root; send and recv: the tag; else 0
+  // The count every rank passes alike; for all_gatherv and
+  // reduce_scatterv this rank's own (which may differ), for all_to_allv 0.
+  uint64_t count;
+  uint64_t total;        // all_gatherv, reduce_scatterv: the sum of the per-rank counts
+  uint64_t counts_hash;  // all_gatherv, reduce_scatterv: hash_counts of them
+
+  static OpSignature of(const CollectiveArgs& args);
+
+  // The same operation: kind, dtype, op, root and the counts every rank
+  // passes alike (all_to_allv's, which differ by pair, are left to
+  // whoever knows both sides of a pair).
+  bool same(const OpSignature& other) const;
+
+  // "gang_all_reduce(float32, count 4, sum)"; for a signature off the wire
+  // that names no operation, says so.
+  std::string describe() const;
+};
+static_assert(sizeof(OpSignature) == 32, "signatures are 32 bytes on the wire");
+
+// A hash of per-rank counts, the same in every process.
+uint64_t hash_counts(const std::vector<size_t>& counts);
+
+// The one wording of a mismatch: "ranks called different operations: rank
+// <me> called <mine> but rank <peer> called <theirs>".
+std::string mismatch_text(int me, const OpSignature& mine, int peer, const OpSignature& theirs);
 
 // Offsets (in elements) of each rank's chunk for per-rank counts.
 std::vector<size_t> prefix_offsets(const std::vector<size_t>& counts);

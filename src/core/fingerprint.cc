@@ -1,67 +1,17 @@
 // Debug checks (options.debug = 1 or GANG_DEBUG=detail): before each
-// collective every rank all-gathers a fingerprint of what it is about to
-// run, so ranks that called different operations fail at once with
+// collective every rank all-gathers the signature (core::OpSignature) of
+// what it is about to run, so ranks that called different operations fail at once with
 // GANG_ERR_MISMATCH naming both calls, instead of hanging or computing
 // garbage until the timeout.
 #include "core/control_channel.h"
 #include "core/gang.h"
 
 #include <algorithm>
+#include <cstring>
 
 namespace gang::core {
 
 namespace {
-
-// What must agree across ranks. Counts that legitimately differ between
-// ranks (all_to_allv's, all_gatherv's own send count) are left out; the
-// per-rank counts every rank passes alike are folded into one hash.
-struct Fingerprint {
-  uint64_t kind;
-  uint64_t dtype;
-  uint64_t op;
-  uint64_t root;
-  uint64_t count;
-};
-
-uint64_t fold(uint64_t h, uint64_t v) {
-  h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
-  return h;
-}
-
-Fingerprint fingerprint_of(const CollectiveArgs& a) {
-  Fingerprint f{};
-  f.kind = static_cast<uint64_t>(a.kind);
-  f.dtype = static_cast<uint64_t>(a.dtype);
-  f.op = is_reduction(a.kind) ? static_cast<uint64_t>(a.op) : 0;
-  f.root = op_info(a.kind).rooted ? static_cast<uint64_t>(a.root) : 0;
-  switch (a.kind) {
-    case OpKind::kAllGatherV:
-    case OpKind::kReduceScatterV:
-      for (size_t c : a.recv_counts) f.count = fold(f.count, c);
-      break;
-    case OpKind::kAllToAllV:
-    case OpKind::kBarrier:
-      break;
-    default:
-      f.count = a.count;
-  }
-  return f;
-}
-
-std::string describe(const Fingerprint& f) {
-  const auto kind = static_cast<OpKind>(f.kind);
-  std::string s = str_cat(op_api_name(kind), "(");
-  if (kind == OpKind::kBarrier) return s + ")";
-  s += dtype_name(static_cast<DType>(f.dtype));
-  if (kind != OpKind::kAllGatherV && kind != OpKind::kReduceScatterV &&
-      kind != OpKind::kAllToAllV) {
-    s += str_cat(", count ", f.count);
-  }
-  if (is_reduction(kind))
-    s += str_cat(", ", reduce_op_name(static_cast<ReduceOp>(f.op)));
-  if (op_info(kind).rooted) s += str_cat(", root ", f.root);
-  return s + ")";
-}
 
 std::string list(const uint64_t* v, size_t n) {
   std::string s = "[";
@@ -104,21 +54,17 @@ void Gang::check_counts(const CollectiveArgs& args, uint64_t seq,
 void Gang::check_fingerprint(const CollectiveArgs& args, uint64_t seq,
                              Clock::time_point deadline) {
   if (is_p2p(args.kind)) return;
-  const Fingerprint mine = fingerprint_of(args);
-  std::vector<Fingerprint> all(static_cast<size_t>(size_));
+  constexpr size_t kWords = sizeof(OpSignature) / sizeof(uint64_t);
+  const OpSignature mine = OpSignature::of(args);
+  uint64_t words[kWords];
+  std::memcpy(words, &mine, sizeof mine);
+  std::vector<uint64_t> all(static_cast<size_t>(size_) * kWords);
   // Its own tag space: the check must never match an operation's traffic.
-  control_->fingerprint(reinterpret_cast<const uint64_t*>(&mine),
-                        reinterpret_cast<uint64_t*>(all.data()),
-                        sizeof(Fingerprint) / sizeof(uint64_t), seq, deadline);
+  control_->fingerprint(words, all.data(), kWords, seq, deadline);
   for (int r = 0; r < size_; ++r) {
-    const Fingerprint& theirs = all[static_cast<size_t>(r)];
-    if (theirs.kind != mine.kind || theirs.dtype != mine.dtype ||
-        theirs.op != mine.op || theirs.root != mine.root ||
-        theirs.count != mine.count) {
-      fail(Status::kMismatch, "ranks called different operations: rank ", rank_,
-           " called ", describe(mine), " but rank ", r, " called ",
-           describe(theirs));
-    }
+    OpSignature theirs;
+    std::memcpy(&theirs, all.data() + static_cast<size_t>(r) * kWords, sizeof theirs);
+    if (!theirs.same(mine)) fail(Status::kMismatch, mismatch_text(rank_, mine, r, theirs));
   }
   if (op_info(args.kind).vector_counts) check_counts(args, seq, deadline);
 }

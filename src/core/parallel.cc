@@ -11,6 +11,7 @@
 #include <cstring>
 #include <map>
 
+#include "base/hash.h"
 #include "core/control_channel.h"
 #include "core/gang.h"
 #include "core/log.h"
@@ -20,15 +21,7 @@ namespace gang::core {
 
 namespace {
 
-// FNV-1a: stable across processes and builds, unlike std::hash.
-uint64_t fnv1a(const std::string& s) {
-  uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : s) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
-  return h;
-}
+uint64_t fnv1a(const std::string& s) { return base::fnv1a(s.data(), s.size()); }
 
 }  // namespace
 

@@ -838,16 +838,15 @@ void GlooP2PWork::check_received_frame() {
   expected.args.tag = tag_;
   expected.channel = channel_;
   const Frame want = make_frame(expected, bytes_, 0);
-  if (theirs.kind != want.kind || theirs.dtype != want.dtype ||
-      theirs.count != want.count || theirs.to_you != want.to_you ||
-      theirs.channel != want.channel || theirs.root != want.root) {
-    const bool sane = theirs.kind == want.kind &&
-                      theirs.dtype <= static_cast<uint8_t>(core::kLastDType);
+  if (!theirs.sig.same(want.sig) || theirs.to_you != want.to_you ||
+      theirs.channel != want.channel) {
+    const bool sane = theirs.sig.kind == want.sig.kind &&
+                      theirs.sig.dtype <= static_cast<uint8_t>(core::kLastDType);
     fail(Status::kMismatch, "gang_recv: rank ", ctx_->rank, " receives ",
          count_, " x ", core::dtype_name(dtype_), " from rank ", peer_,
          " with tag ", tag_, ", but rank ", peer_,
-         sane ? str_cat(" sent ", theirs.count, " x ",
-                        core::dtype_name(static_cast<DType>(theirs.dtype)))
+         sane ? str_cat(" sent ", theirs.sig.count, " x ",
+                        core::dtype_name(static_cast<DType>(theirs.sig.dtype)))
               : std::string(" sent something else"));
   }
   if (bytes_ <= kInlineBytes && bytes_ != 0) {

@@ -21,87 +21,36 @@ constexpr uint32_t kFrameMagic = 0x6d726667;  // "gfrm"
 // Frames travel on their own slots, apart from every payload.
 constexpr uint8_t kFramePrefix = 0x44;
 
-uint64_t hash_counts(const std::vector<size_t>& counts) {
-  uint64_t h = 1469598103934665603ull;
-  for (size_t c : counts) {
-    for (int i = 0; i < 8; ++i) {
-      h ^= (static_cast<uint64_t>(c) >> (8 * i)) & 0xff;
-      h *= 1099511628211ull;
-    }
-  }
-  return h;
-}
-
-bool per_rank_counts(OpKind k) {
-  return k == OpKind::kAllGatherV || k == OpKind::kReduceScatterV;
-}
-
-std::string describe(const Frame& f) {
-  if (f.magic != kFrameMagic ||
-      f.kind >= static_cast<uint8_t>(core::kNumOpKinds)) {
-    return "something that is not a gang operation";
-  }
-  const auto kind = static_cast<OpKind>(f.kind);
-  const auto& info = core::op_info(kind);
-  std::string s = str_cat(info.api, "(");
-  if (kind == OpKind::kBarrier) return s + ")";
-  s += core::dtype_name(static_cast<core::DType>(f.dtype));
-  if (per_rank_counts(kind)) {
-    s += str_cat(", own count ", f.count, ", total ", f.total);
-  } else if (kind == OpKind::kAllToAllV) {
-    s += str_cat(", sending ", f.to_you, " bytes and expecting ", f.from_you,
-                 " bytes");
-  } else {
-    s += str_cat(", count ", f.count);
-  }
-  if (info.reducing) {
-    s += str_cat(", ", core::reduce_op_name(static_cast<core::ReduceOp>(f.op)));
-  }
-  if (info.rooted) s += str_cat(", root ", f.root);
-  return s + ")";
-}
-
 }  // namespace
 
 Frame make_frame(const core::Operation& op, uint64_t to_you,
                  uint64_t from_you) {
-  const core::CollectiveArgs& a = op.args;
   Frame f;
   std::memset(&f, 0, sizeof f);
   f.magic = kFrameMagic;
-  f.kind = static_cast<uint8_t>(a.kind);
-  f.dtype = static_cast<uint8_t>(a.dtype);
-  f.op = core::is_reduction(a.kind) ? static_cast<uint8_t>(a.op) : 0;
   f.channel = static_cast<uint8_t>(op.channel);
-  f.root = core::op_info(a.kind).rooted || core::is_p2p(a.kind) ? a.root : 0;
-  if (core::is_p2p(a.kind)) f.root = a.tag;
-  f.count = a.count;
-  if (per_rank_counts(a.kind)) {
-    f.counts_hash = hash_counts(a.recv_counts);
-    for (size_t c : a.recv_counts) f.total += c;
-  }
+  f.sig = core::OpSignature::of(op.args);
   f.to_you = to_you;
   f.from_you = from_you;
   return f;
 }
 
 void check_frame(const Frame& mine, int me, const Frame& theirs, int peer) {
-  const auto kind = static_cast<OpKind>(mine.kind);
-  bool same = theirs.magic == kFrameMagic && theirs.kind == mine.kind &&
-              theirs.dtype == mine.dtype && theirs.op == mine.op &&
-              theirs.root == mine.root && theirs.channel == mine.channel;
-  if (same && per_rank_counts(kind)) {
-    same = theirs.counts_hash == mine.counts_hash && theirs.total == mine.total;
-  } else if (same && kind == OpKind::kAllToAllV) {
+  bool same = theirs.magic == kFrameMagic && theirs.channel == mine.channel &&
+              theirs.sig.same(mine.sig);
+  // all_to_allv: what each of the pair sends is what the other expects.
+  if (same && static_cast<OpKind>(mine.sig.kind) == OpKind::kAllToAllV) {
     same = theirs.to_you == mine.from_you && theirs.from_you == mine.to_you;
-  } else if (same) {
-    same = theirs.count == mine.count;
   }
-  if (!same) {
-    fail(Status::kMismatch, "ranks called different operations: rank ", me,
-         " called ", describe(mine), " but rank ", peer, " called ",
-         describe(theirs));
+  if (same) return;
+  core::OpSignature seen = theirs.sig;
+  if (theirs.magic != kFrameMagic) seen.kind = 0xff;  // describes itself as no operation
+  if (static_cast<OpKind>(mine.sig.kind) == OpKind::kAllToAllV && seen.same(mine.sig)) {
+    fail(Status::kMismatch, core::mismatch_text(me, mine.sig, peer, seen), ": rank ", me,
+         " sends ", mine.to_you, " bytes to rank ", peer, " and expects ", mine.from_you,
+         ", rank ", peer, " sends ", theirs.to_you, " and expects ", theirs.from_you);
   }
+  fail(Status::kMismatch, core::mismatch_text(me, mine.sig, peer, seen));
 }
 
 void Waits::add(::gloo::transport::UnboundBuffer* b) {

@@ -39,19 +39,12 @@ inline uint64_t slot(uint8_t prefix, uint32_t tag, uint32_t step) {
 
 struct Frame {
   uint32_t magic;
-  uint8_t kind;  // core::OpKind
-  uint8_t dtype;
-  uint8_t op;
   uint8_t channel;
-  int32_t root;  // root, or the tag of a send
-  uint16_t inline_len;
   uint8_t algorithm;  // the algorithm the sender chose (gloo_collectives.cc)
-  uint8_t spare;
-  uint64_t count;        // the count every rank passes alike; v-ops: own count
-  uint64_t total;        // v-ops: the sum of the per-rank counts
-  uint64_t counts_hash;  // v-ops: a hash of the counts every rank passes alike
-  uint64_t to_you;       // payload bytes the sender sends the receiver
-  uint64_t from_you;     // payload bytes the sender expects from the receiver
+  uint16_t inline_len;
+  core::OpSignature sig;  // what every rank must pass alike
+  uint64_t to_you;        // payload bytes the sender sends the receiver
+  uint64_t from_you;      // payload bytes the sender expects from the receiver
   uint8_t data[kInlineBytes];
 };
 static_assert(sizeof(Frame) == 128, "frames are 128 bytes on the wire");

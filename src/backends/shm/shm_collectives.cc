@@ -27,15 +27,6 @@ uint8_t* out_bytes(void* p) { return static_cast<uint8_t*>(p); }
 
 void copy(void* to, const void* from, size_t n) { base::copy_bytes(to, from, n); }
 
-uint64_t hash_counts(const std::vector<size_t>& v) {
-  uint64_t h = 1469598103934665603ULL;
-  for (size_t x : v) {
-    h ^= static_cast<uint64_t>(x);
-    h *= 1099511628211ULL;
-  }
-  return h;
-}
-
 // Gathers of this much a rank and more, below kSingleCopyBelow in all,
 // copy once, straight from the owner's buffer (process_vm_readv), when the
 // segment allows it and every rank has a core of its own (at every size
@@ -56,16 +47,6 @@ constexpr size_t kSingleCopyBelow = 1 << 20;
 // 29785; 2 ranks, 256 KiB 65 -> 51, 4 MiB 564 -> 476, 16 MiB about even.
 constexpr size_t kShareFrom = 64 << 10;
 
-bool rooted(OpKind k) {
-  return k == OpKind::kReduce || k == OpKind::kBroadcast ||
-         k == OpKind::kGather || k == OpKind::kScatter;
-}
-
-bool reduces(OpKind k) {
-  return k == OpKind::kAllReduce || k == OpKind::kReduce ||
-         k == OpKind::kReduceScatter || k == OpKind::kReduceScatterV;
-}
-
 uint64_t mix(uint64_t h, uint64_t v) {
   h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
   return h * 0xbf58476d1ce4e5b9ULL;
@@ -78,12 +59,7 @@ uint64_t mix(uint64_t h, uint64_t v) {
 bool read_desc(const OpDesc& d, uint64_t turn, OpDesc* out) {
   if (d.turn.load(std::memory_order_acquire) != turn) return false;
   out->seq = d.seq;
-  out->kind = d.kind;
-  out->dtype = d.dtype;
-  out->op = d.op;
-  out->root = d.root;
-  out->count = d.count;
-  out->total = d.total;
+  out->sig = d.sig;
   out->addr = d.addr;
   out->history = d.history;
   out->turn.store(turn, std::memory_order_relaxed);
@@ -91,25 +67,21 @@ bool read_desc(const OpDesc& d, uint64_t turn, OpDesc* out) {
 }
 
 bool same_operation(const OpDesc& a, const OpDesc& b) {
-  return a.seq == b.seq && a.kind == b.kind && a.dtype == b.dtype &&
-         a.op == b.op && a.root == b.root && a.count == b.count &&
-         a.total == b.total && a.history == b.history;
+  return a.seq == b.seq && a.sig.same(b.sig) && a.history == b.history;
 }
 
-std::string describe(const OpDesc& d) {
-  const auto kind = static_cast<OpKind>(d.kind);
-  std::string s = str_cat(core::op_api_name(kind), " #", d.seq, " (",
-                          core::dtype_name(static_cast<core::DType>(d.dtype)));
-  if (reduces(kind)) s += str_cat(", ", core::reduce_op_name(static_cast<ReduceOp>(d.op)));
-  if (d.root >= 0) s += str_cat(", root ", d.root);
-  return s + str_cat(", count ", d.count, ")");
+std::string describe(const OpDesc& d) { return d.sig.describe(); }
+
+core::OpSignature signature_of(const BroadcastRecord& b) {
+  core::OpSignature s{};
+  s.kind = static_cast<uint8_t>(OpKind::kBroadcast);
+  s.dtype = static_cast<uint8_t>(b.dtype);
+  s.root = b.root;
+  s.count = b.count;
+  return s;
 }
 
-std::string describe(const BroadcastRecord& b) {
-  return str_cat("broadcast #", b.seq, " (",
-                 core::dtype_name(static_cast<core::DType>(b.dtype)), ", root ",
-                 b.root, ", count ", b.count, ")");
-}
+std::string describe(const BroadcastRecord& b) { return signature_of(b).describe(); }
 
 // One operation in progress on one channel. While it waits it is the
 // waiter's Watch: `awaited_` says for whom.
@@ -124,13 +96,7 @@ class Run final : public Watch {
     OpDesc& d = own().desc[turn_ % kDescs];
     d.turn.store(kUnpublished, std::memory_order_relaxed);
     d.seq = op.seq;
-    d.kind = static_cast<uint32_t>(a_.kind);
-    d.dtype = static_cast<uint32_t>(a_.dtype);
-    d.op = reduces(a_.kind) ? static_cast<uint32_t>(a_.op) : 0;
-    d.root = rooted(a_.kind) ? a_.root : -1;
-    const bool v = a_.kind == OpKind::kAllGatherV || a_.kind == OpKind::kReduceScatterV;
-    d.count = v || a_.kind == OpKind::kAllToAllV ? 0 : a_.count;
-    d.total = v ? hash_counts(a_.recv_counts) : 0;
+    d.sig = core::OpSignature::of(a_);
     // Where peers read this rank's buffer, for a single copy.
     const bool gathers = a_.kind == OpKind::kAllGather || a_.kind == OpKind::kAllGatherV ||
                          a_.kind == OpKind::kGather;
@@ -231,8 +197,8 @@ class Run final : public Watch {
       if (r == me_ || (only != kEveryone && r != only)) continue;
       OpDesc d;
       if (!read_desc(theirs(r).desc[turn_ % kDescs], turn_, &d)) {
-        fail(Status::kMismatch, "shm: rank ", me_, " is in ", describe(mine()),
-             " but rank ", r, " is in another operation (",
+        fail(Status::kMismatch, "ranks called different operations: rank ", me_, " called ",
+             describe(mine()), " but rank ", r, " is in another operation (",
              latest_of(r), ")");
       }
       check_same(r, d);
@@ -244,13 +210,16 @@ class Run final : public Watch {
   void check_same(int r, const OpDesc& d) const {
     if (same_operation(d, mine())) return;
     if (d.history != mine().history && d.seq == mine().seq &&
-        d.kind == mine().kind) {
+        d.sig.kind == mine().sig.kind) {
       fail(Status::kMismatch, "shm: ranks ran different broadcasts before ",
            describe(mine()), ": ", diverged_broadcast(r));
     }
-    fail(Status::kMismatch, "shm: rank ", me_, " is in ", describe(mine()),
-         " but rank ", r, " in ", describe(d),
-         d.total != mine().total ? " (other per-rank counts)" : "");
+    if (d.sig.same(mine().sig)) {
+      // The same call, but not as the same operation of the gang.
+      fail(Status::kMismatch, core::mismatch_text(me_, mine().sig, r, d.sig),
+           " as operations ", mine().seq, " and ", d.seq);
+    }
+    fail(Status::kMismatch, core::mismatch_text(me_, mine().sig, r, d.sig));
   }
 
   // The oldest broadcast that did not meet, of the last kRecent, that this
@@ -352,10 +321,9 @@ void Run::check_peers() const {
         !read_desc(theirs(awaited_).desc[rec.turn % kDescs], rec.turn, &d)) {
       return;
     }
-    if (d.kind != static_cast<uint32_t>(OpKind::kBroadcast) || d.seq != rec.seq ||
-        d.root != rec.root || d.dtype != rec.dtype || d.count != rec.count) {
-      fail(Status::kMismatch, "shm: rank ", me_, " ran ", describe(rec),
-           " but rank ", awaited_, " is in ", describe(d));
+    const core::OpSignature ran = signature_of(rec);
+    if (d.seq != rec.seq || !d.sig.same(ran)) {
+      fail(Status::kMismatch, core::mismatch_text(me_, ran, awaited_, d.sig));
     }
     return;
   }

@@ -17,6 +17,8 @@
 #include <memory>
 #include <string>
 
+#include "core/collective.h"
+
 namespace gang::store {
 class Store;
 }
@@ -35,12 +37,7 @@ constexpr size_t kLine = 64;
 struct OpDesc {
   std::atomic<uint64_t> turn;  // the operation's number on its channel
   uint64_t seq;   // the core's number (a debug check shares its operation's)
-  uint32_t kind;
-  uint32_t dtype;
-  uint32_t op;
-  int32_t root;
-  uint64_t count;
-  uint64_t total;    // v-collectives: a hash of the counts
+  core::OpSignature sig;  // what every rank must pass alike
   uint64_t addr;     // single copy: where this rank's peers read its buffer
   uint64_t history;  // the broadcasts that did not meet before this one (below)
 };
