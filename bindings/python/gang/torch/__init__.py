@@ -22,7 +22,7 @@ import atexit
 import torch
 import torch.distributed as dist
 
-from .. import capi
+from .. import shutdown_stores
 
 # c10d calls a Python subclass of its Backend class (the PyBackend
 # trampoline) from torch 2.15 on; before it, such a class is never called.
@@ -74,6 +74,6 @@ def register() -> None:
 
 # gang's threads may call into the store after the interpreter stops
 # running Python: from then on the store refuses instead.
-atexit.register(capi.gang_python_store_shutdown)
+atexit.register(shutdown_stores)
 
 register()

@@ -12,7 +12,6 @@ GangWork that is already complete.
 """
 
 import atexit
-import datetime
 import queue
 import threading
 import weakref
@@ -20,19 +19,16 @@ import weakref
 import torch
 import torch.distributed as dist
 
+from .. import timeout_ms
 from ._errors import torch_error
 
 __all__ = ["GangWork", "Completer"]
 
 
-def _seconds(timeout) -> float:
+def _seconds(timeout):
     """c10d's wait timeout (a timedelta; zero means none) in seconds, or
     None."""
-    if timeout is None:
-        return None
-    if isinstance(timeout, datetime.timedelta):
-        timeout = timeout.total_seconds()
-    return timeout if timeout > 0 else None
+    return timeout_ms(timeout) / 1000 if timeout else None
 
 
 class _NoLock:
@@ -66,7 +62,7 @@ def _unwrap(base):
     return value
 
 
-class GangWork(dist._Work):
+class GangWork(dist.Work):
     """One operation of the gang backend: c10d's Work (wait, is_completed,
     is_success, exception, result, get_future)."""
 
@@ -86,7 +82,7 @@ class GangWork(dist._Work):
         """A work already done (a blocking call's): no event or lock of its
         own, the cheapest a blocking call can return."""
         work = cls.__new__(cls)
-        dist._Work.__init__(work)
+        dist.Work.__init__(work)
         work._result, work._seq, work._gang, work._devices = result, seq, None, devices
         work._done, work._error, work._future, work._lock = _DONE, None, None, _NO_LOCK
         return work
