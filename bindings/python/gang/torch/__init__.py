@@ -28,16 +28,7 @@ from .. import shutdown_stores
 # trampoline) from torch 2.15 on; before it, such a class is never called.
 MIN_TORCH = (2, 15)
 
-
-def _version(text: str) -> tuple:
-    parts = []
-    for piece in text.split("+")[0].split(".")[:2]:
-        digits = "".join(c for c in piece if c.isdigit())
-        parts.append(int(digits or 0))
-    return tuple(parts)
-
-
-if _version(torch.__version__) < MIN_TORCH:
+if torch.__version__ < MIN_TORCH:  # a TorchVersion: compares with tuples
     raise ImportError(
         f"gang.torch needs torch {MIN_TORCH[0]}.{MIN_TORCH[1]} or later (its c10d calls a "
         f"Python Backend subclass from then on); this is torch {torch.__version__}. "

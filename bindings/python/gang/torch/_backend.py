@@ -29,7 +29,7 @@ from .. import Gang, ReduceOperation, Work, create, find_dtype, timeout_ms
 from ._c10d import Backend as _C10dBackend
 from ._errors import torch_error
 from ._store import StoreAdapter
-from ._work import Completer, GangWork
+from ._work import Completer, GangWork, completed
 
 __all__ = ["GangBackend"]
 
@@ -256,7 +256,7 @@ class GangBackend(_C10dBackend):
                     step(False)
                 for after in plan.after:
                     after()
-                return GangWork.completed(result, seq)
+                return completed(result)
             works = [step(True) for step in plan.steps]
         except BaseException as exc:
             raise torch_error(exc) from None
@@ -367,7 +367,7 @@ class GangBackend(_C10dBackend):
                     self._gang.all_reduce(t, op)
                 except BaseException as exc:
                     raise torch_error(exc) from None
-                return GangWork.completed(tensors, self._seq)
+                return completed(tensors)
         plan = _Plan()
         for t in tensors:
             self._plan_reduce(plan, self._gang_for(t), t, opts.reduceOp)

@@ -13,12 +13,18 @@ import torch.distributed as dist
 from torch._C import _distributed_c10d as _C
 from torch.distributed import distributed_c10d as _py
 
-__all__ = ["Backend", "group_store", "process_group_on"]
+__all__ = ["Backend", "group_store", "process_group_on", "work_from_future"]
 
 # The C++ Backend class a Python backend subclasses (c10d's PyBackend
 # trampoline calls the subclass's overrides): torch exports it only as
 # dist._Backend, its own tests reach it here as gang does.
 Backend = _C.Backend
+
+# A Work completed by a torch.futures.Future, as torch's own Python backends
+# make theirs (torch/testing/_internal/distributed/multi_threaded_pg.py,
+# test/distributed/test_c10d_pypg.py).
+work_from_future = _C._create_work_from_future
+
 
 def group_store(pg: Any) -> Any:
     """The store torch created `pg` with. A process group's store is kept
