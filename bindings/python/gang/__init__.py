@@ -20,13 +20,22 @@ data, ... parallel gangs; :class:`FakeGang` stands in for a rank without
 processes. fairseq2's gang names (create_parallel_gangs, create_fsdp_gangs,
 Gangs, get_current_gangs, ...) work as fairseq2's do, defaults included.
 
-This package wraps the C library libgang through SWIG (``gang.capi``, one
-function per C call).
+Three layers, each using only the one below: ``gang.capi``, the SWIG
+module of the C library libgang (one function per C call); this package,
+gang's Python API; and ``gang.torch``, the torch.distributed backend, made
+of this package's public names alone (:func:`create` with ``store=``,
+:func:`find_dtype`, :func:`timeout_ms`, :meth:`Gang.borrow`, ...). fairseq2's
+and fairseq's names live in ``gang.compat``.
 """
 
 from . import capi
-from ._buffers import DType
-from ._gang import FakeGang, Gang, ReduceOperation, Work, create, detect_env, join
+from ._args import DeviceType, timeout_ms
+from ._create import create, detect_env, join, shutdown_stores
+from ._dtypes import DType, as_dtype, find_dtype
+from ._fake import FakeGang
+from ._gang import Gang
+from ._ops import ReduceOperation
+from ._work import Work
 from .errors import (
     GangTypeError,
     GangAbortedError,
@@ -38,13 +47,21 @@ from .errors import (
     GangTimeoutError,
     GangUnavailableError,
 )
+from .compat.fairseq import all_gather_list, all_reduce_dict
+from .compat.fairseq2 import (
+    Device,
+    ProcessGroupGang,
+    all_sum,
+    broadcast_flag,
+    create_fsdp_gangs,
+    create_parallel_gangs,
+    get_default_device,
+)
 from .topology import (
     Axis,
     Gangs,
     LayoutAfterLoss,
     create_fake_gangs,
-    create_fsdp_gangs,
-    create_parallel_gangs,
     get_current_gangs,
     get_default_gangs,
     layout,
@@ -55,15 +72,7 @@ from .topology import (
     split_after_loss,
     split_parallel,
 )
-from .utils import (
-    Device,
-    ProcessGroupGang,
-    all_gather_list,
-    all_reduce_dict,
-    all_sum,
-    broadcast_flag,
-    get_default_device,
-)
+from . import utils  # noqa: F401  (gang.utils: gang.compat's older name)
 
 __version__ = capi.gang_version_string()
 
@@ -71,6 +80,7 @@ __all__ = [
     "Axis",
     "DType",
     "Device",
+    "DeviceType",
     "FakeGang",
     "Gang",
     "Gangs",
@@ -90,12 +100,14 @@ __all__ = [
     "all_gather_list",
     "all_reduce_dict",
     "all_sum",
+    "as_dtype",
     "broadcast_flag",
     "create",
     "create_fake_gangs",
     "create_fsdp_gangs",
     "create_parallel_gangs",
     "detect_env",
+    "find_dtype",
     "join",
     "get_current_gangs",
     "get_default_device",
@@ -105,6 +117,8 @@ __all__ = [
     "maybe_get_current_gangs",
     "set_default_gangs",
     "set_gangs",
+    "shutdown_stores",
     "split_after_loss",
     "split_parallel",
+    "timeout_ms",
 ]

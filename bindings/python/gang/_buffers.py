@@ -20,10 +20,10 @@ uint16/int16 views with an explicit ``dtype=``. Every problem raises a
 """
 
 import array
-import enum
 import sys
 
 from . import capi
+from ._dtypes import BY_KIND as _BY_KIND, HINT as _HINT, DType, as_dtype, find_dtype
 from .errors import GangInvalidArgumentError, GangTypeError
 
 try:  # numpy is optional; outputs mirror numpy inputs when it is there.
@@ -32,67 +32,13 @@ except ImportError:  # pragma: no cover
     _np = None
 
 
-class DType(enum.IntEnum):
-    """Element types (gang_dtype_t)."""
-
-    INT8 = capi.GANG_INT8
-    UINT8 = capi.GANG_UINT8
-    INT16 = capi.GANG_INT16
-    INT32 = capi.GANG_INT32
-    UINT32 = capi.GANG_UINT32
-    INT64 = capi.GANG_INT64
-    UINT64 = capi.GANG_UINT64
-    FLOAT16 = capi.GANG_FLOAT16
-    BFLOAT16 = capi.GANG_BFLOAT16
-    FLOAT32 = capi.GANG_FLOAT32
-    FLOAT64 = capi.GANG_FLOAT64
-    BOOL = capi.GANG_BOOL
-
-    @property
-    def itemsize(self) -> int:
-        return capi.gang_dtype_size(self)
-
-
-# (kind, itemsize) -> dtype; kind is "i" signed, "u" unsigned, "f" float,
-# "bf" bfloat, "b" bool.
-_BY_KIND = {
-    ("i", 1): DType.INT8,
-    ("u", 1): DType.UINT8,
-    ("i", 2): DType.INT16,
-    ("i", 4): DType.INT32,
-    ("u", 4): DType.UINT32,
-    ("i", 8): DType.INT64,
-    ("u", 8): DType.UINT64,
-    ("f", 2): DType.FLOAT16,
-    ("bf", 2): DType.BFLOAT16,
-    ("f", 4): DType.FLOAT32,
-    ("f", 8): DType.FLOAT64,
-    ("b", 1): DType.BOOL,
-}
+# A buffer format's character -> its kind in _dtypes.TABLE.
 _KINDS = {
     "b": "i", "h": "i", "i": "i", "l": "i", "q": "i", "n": "i",
     "B": "u", "H": "u", "I": "u", "L": "u", "Q": "u", "N": "u",
     "e": "f", "f": "f", "d": "f", "?": "b",
 }
 _NATIVE_PREFIXES = "@=" + ("<" if sys.byteorder == "little" else ">!")
-
-_NAMES = {
-    "int8": DType.INT8, "uint8": DType.UINT8,
-    "int16": DType.INT16, "short": DType.INT16,
-    "int32": DType.INT32, "uint32": DType.UINT32, "int": DType.INT32,
-    "int64": DType.INT64, "uint64": DType.UINT64, "long": DType.INT64,
-    "float16": DType.FLOAT16, "half": DType.FLOAT16, "fp16": DType.FLOAT16,
-    "bfloat16": DType.BFLOAT16, "bf16": DType.BFLOAT16,
-    "float32": DType.FLOAT32, "float": DType.FLOAT32, "fp32": DType.FLOAT32,
-    "float64": DType.FLOAT64, "double": DType.FLOAT64, "fp64": DType.FLOAT64,
-    "bool": DType.BOOL, "bool_": DType.BOOL,
-}
-
-_HINT = (
-    " (gang takes bool, int8, uint8, int16, int32, uint32, int64, uint64, "
-    "float16, bfloat16, float32 and float64; numpy has no bfloat16: pass a "
-    "uint16 view with dtype='bfloat16', or a torch tensor)"
-)
 
 _CONTIGUOUS_HINT = "pass np.ascontiguousarray(x), or x.contiguous() for a tensor"
 
@@ -120,26 +66,6 @@ def _natural_dtype(mv: memoryview):
     except KeyError:
         dt = _BY_FORMAT[mv.format] = _BY_KIND.get(_kind(mv.format, mv.itemsize))
         return dt
-
-
-def as_dtype(dtype) -> DType:
-    """A DType from a DType, an int, a name ("bfloat16"), a numpy dtype or
-    a torch dtype (torch.bfloat16)."""
-    if isinstance(dtype, DType):
-        return dtype
-    if isinstance(dtype, int) and not isinstance(dtype, bool):
-        try:
-            return DType(dtype)
-        except ValueError:
-            raise GangTypeError(f"dtype {dtype} is not a gang dtype{_HINT}") from None
-    name = getattr(dtype, "name", None) or getattr(dtype, "__name__", None)
-    name = str(name if name is not None else dtype).lower()
-    if name.startswith("torch."):
-        name = name[len("torch."):]
-    try:
-        return _NAMES[name]
-    except KeyError:
-        raise GangTypeError(f"unknown dtype {dtype!r}{_HINT}") from None
 
 
 class AddressView(int):
@@ -213,22 +139,6 @@ def _dlpack_view(obj, writable: bool, dtype, what: str, device: bool) -> tuple:
     return v, dt, v.count
 
 
-# torch dtype -> DType or None, learned as they come.
-_BY_TORCH_DTYPE = {}
-
-
-def _torch_dtype(tdt):
-    try:
-        return _BY_TORCH_DTYPE[tdt]
-    except KeyError:
-        try:
-            dt = as_dtype(tdt)
-        except GangTypeError:
-            dt = None
-        _BY_TORCH_DTYPE[tdt] = dt
-        return dt
-
-
 def meta_tensor_error(what: str) -> GangTypeError:
     """The error for a meta tensor (torch's device "meta"), which has a
     shape and a dtype but no memory: its data_ptr() is 0, and copies into
@@ -254,7 +164,7 @@ def _torch_view(t, writable: bool, dtype, what: str, device: bool) -> tuple:
     if not t.is_contiguous():
         raise GangInvalidArgumentError(f"{what} must be C-contiguous; {_CONTIGUOUS_HINT}")
     itemsize = t.element_size()
-    dt = _choose(what, _torch_dtype(t.dtype), dtype, itemsize,
+    dt = _choose(what, find_dtype(t.dtype), dtype, itemsize,
                  not t.dtype.is_floating_point and itemsize == 2, f"dtype {t.dtype}")
     if dtype is None and not device:
         _TORCH_NATURAL[t.dtype] = dt

@@ -4,21 +4,22 @@ from __future__ import annotations
 
 import array
 import contextlib
-import datetime
-import enum
-import inspect
+import importlib
 import pickle
 import threading
-import time
-from typing import Any, Optional, Union
+from typing import Any, Optional
 
 from . import capi
 from . import errors  # importing it registers the exception classes with capi
-from ._buffers import (DType, _np, as_dtype, is_tensor, meta_tensor_error, new_like, rows,
-                       rows_shape, shape_of, view)
-from .errors import GangInvalidArgumentError, GangTypeError, GangUnavailableError
+from ._args import Timeout, _index, as_device, timeout_ms
+from ._buffers import (_np, as_dtype, is_tensor, meta_tensor_error, new_like, rows, rows_shape,
+                       shape_of, view)
+from ._dtypes import DType
+from ._ops import ReduceOperation, _Op, _op
+from ._work import Work
+from .errors import GangInvalidArgumentError, GangTypeError
 
-__all__ = ["Gang", "FakeGang", "ReduceOperation", "Work", "create", "detect_env", "join"]
+__all__ = ["Gang"]
 
 
 # Ctrl-C ends a blocking collective of the main thread at once (see capi's
@@ -31,142 +32,6 @@ _fast_all_reduce = capi.fast_all_reduce
 _fast_broadcast = capi.fast_broadcast
 
 
-class ReduceOperation(enum.IntEnum):
-    """Reductions (gang_op_t). MEAN is also spelled AVG; it averages floating
-    types only: MEAN of integers or bool raises GangError (status
-    GANG_ERR_UNSUPPORTED, as torch refuses it) rather than truncating; use
-    SUM and divide."""
-
-    SUM = capi.GANG_SUM
-    MEAN = capi.GANG_AVG
-    PRODUCT = capi.GANG_PROD
-    MIN = capi.GANG_MIN
-    MAX = capi.GANG_MAX
-    AVG = capi.GANG_AVG
-
-
-# Names a reduction may be given by, as strings or by their .name
-# (torch.distributed.ReduceOp, fairseq2's ReduceOperation).
-_OP_NAMES = {
-    "sum": ReduceOperation.SUM, "mean": ReduceOperation.MEAN, "avg": ReduceOperation.AVG,
-    "product": ReduceOperation.PRODUCT, "prod": ReduceOperation.PRODUCT,
-    "min": ReduceOperation.MIN, "max": ReduceOperation.MAX,
-}
-
-
-# What a reduction operation may be given as.
-_Op = Union[ReduceOperation, int, str]
-
-
-def _op(op) -> ReduceOperation:
-    """A ReduceOperation from one, its int, a name ("sum", "mean") or an
-    enum of another library with such a name (torch's ReduceOp.SUM)."""
-    if type(op) is ReduceOperation:
-        return op
-    if isinstance(op, int) and not isinstance(op, bool):
-        try:
-            return ReduceOperation(op)
-        except ValueError:
-            pass
-    else:
-        name = op if isinstance(op, str) else getattr(op, "name", None) or str(op)
-        found = _OP_NAMES.get(str(name).rsplit(".", 1)[-1].lower())
-        if found is not None:
-            return found
-    raise GangTypeError(f"op: {op!r} is not a reduction; use gang.ReduceOperation.SUM, "
-                        f"MEAN, PRODUCT, MIN or MAX (or their names, 'sum', ...)")
-
-
-def _index(name: str, value) -> int:
-    """value as an int (ranks, tags, colors): ints and numpy integers."""
-    if type(value) is int:
-        return value
-    try:
-        if isinstance(value, bool):
-            raise TypeError
-        return int(value.__index__())
-    except (AttributeError, TypeError):
-        raise GangTypeError(f"{name} must be an int, got {type(value).__name__} "
-                            f"{value!r}") from None
-
-
-def _milliseconds(timeout) -> int:
-    """Seconds (int, float or timedelta) as milliseconds; None is 0 (default)."""
-    if timeout is None:
-        return 0
-    if isinstance(timeout, datetime.timedelta):
-        timeout = timeout.total_seconds()
-    return max(1, int(timeout * 1000))
-
-
-class Work:
-    """An operation issued with ``async_op=True``.
-
-    The buffers the operation reads and writes are borrowed until it
-    completes: the Work keeps them alive (and, for numpy arrays, unresizable)
-    until then. Dropping a Work waits for its operation.
-    """
-
-    __slots__ = ("_handle", "_result", "_keep", "_gang")
-
-    def __init__(self, handle: Any, result: Any, keep: Any, gang: Optional[Gang] = None) -> None:
-        self._handle = handle
-        self._result = result
-        self._keep = keep
-        self._gang = gang
-
-    def wait(self, timeout: Any = None) -> bool:
-        """Waits for the operation; True once it has completed.
-
-        With a timeout (seconds), returns False if it is still running
-        then. Raises the operation's GangError if it failed. Waits in
-        slices of 100 ms: Ctrl-C raises KeyboardInterrupt at once, after
-        aborting the gang (as a blocking collective does).
-        """
-        handle = self._handle
-        if handle is None:
-            return True
-        end = None if timeout is None else time.monotonic() + max(0.0, timeout)
-        try:
-            while True:
-                left = 100 if end is None else int(max(0.0, end - time.monotonic()) * 1000)
-                done = capi.gang_work_wait(handle, min(left, 100))
-                if done or (end is not None and time.monotonic() >= end):
-                    break
-        except errors.GangError:
-            self._keep = None
-            raise
-        except KeyboardInterrupt:
-            gang = self._gang
-            if gang is not None and not gang.closed:
-                capi.gang_abort(gang._h)
-            raise
-        if done:
-            self._keep = None
-        return done
-
-    def __del__(self) -> None:
-        # Destroying the handle waits for the operation; only then may the
-        # buffers in _keep go.
-        self._handle = None
-
-    def is_completed(self) -> bool:
-        """True once the operation has ended, successfully or not (wait()
-        raises its error); never blocks."""
-        handle = self._handle
-        return handle is None or capi.gang_work_test(handle) != capi.GANG_IN_PROGRESS
-
-    def result(self) -> Any:
-        """Waits for the operation and returns its output buffer."""
-        self.wait()
-        return self._result
-
-    def __repr__(self):
-        return f"<gang.Work completed={self.is_completed()}>"
-
-
-
-
 def _check_dtypes(what: str, a: DType, b: DType) -> None:
     if a is not b:
         raise GangTypeError(f"{what}: dtype {b.name.lower()} differs from x's "
@@ -177,26 +42,6 @@ def _check_count(what: str, have: int, want: int) -> None:
     if have != want:
         raise GangInvalidArgumentError(
             f"{what} has {have} elements, the operation needs {want}")
-
-
-# torch.device once torch has been looked for: None before, False without
-# torch (devices are then strings).
-_torch_device = None
-
-
-def as_device(spec: Any) -> Any:
-    """A device as fairseq2 and torch spell it: a torch.device ("cpu",
-    "cuda", "cuda:N") when torch can be imported, else the string itself.
-    Imports torch the first time it is called, not before."""
-    global _torch_device
-    if _torch_device is None:
-        try:
-            import torch
-        except (ImportError, OSError):
-            _torch_device = False
-        else:
-            _torch_device = torch.device
-    return _torch_device(spec) if _torch_device else str(spec)
 
 
 def _stream_name(stream: int) -> str:
@@ -338,6 +183,15 @@ class Gang:
         child._follow, child._stream_set = self._follow, self._stream_set
         return child
 
+    def borrow(self, owner: Any = None) -> Gang:
+        """Another Gang on this gang's handle that does not own it: its
+        close() does nothing, so it must not outlive this gang's close().
+        It keeps `owner` (whatever owns it, a torch process group say)
+        alive, and starts with this gang's CUDA stream choice."""
+        view = Gang(self._h, owner=self if owner is None else owner)
+        view._follow, view._stream_set = self._follow, self._stream_set
+        return view
+
     def _done(self, work, output, *keep):
         """The result of a collective: output, or a Work while it is in
         flight."""
@@ -409,8 +263,8 @@ class Gang:
         return capi.gang_get_timeout(self._h) / 1000.0
 
     @timeout.setter
-    def timeout(self, seconds) -> None:
-        capi.gang_set_timeout(self._h, _milliseconds(seconds))
+    def timeout(self, seconds: Timeout) -> None:
+        capi.gang_set_timeout(self._h, timeout_ms(seconds))
 
     @property
     def ranks(self) -> list:
@@ -486,7 +340,7 @@ class Gang:
         gang; every rank passes the same list). None on non-members."""
         return self._child(capi.gang_create_subgang(self._h, list(ranks)))
 
-    def shrink(self, timeout: Any = None) -> Gang:
+    def shrink(self, timeout: Timeout = None) -> Gang:
         """The gang of the survivors after a rank was lost (this gang may
         have failed): collective over the ranks still alive, which agree on
         one membership through the gang's store. Ranked in the order of the
@@ -494,14 +348,14 @@ class Gang:
         stays failed (close it). A rank that calls only after the others agreed raises
         GangAbortedError saying it was excluded. timeout: seconds (None:
         the gang's timeout)."""
-        return self._child(capi.gang_shrink(self._h, _milliseconds(timeout)))
+        return self._child(capi.gang_shrink(self._h, timeout_ms(timeout)))
 
-    def grow(self, timeout: Any = None) -> Optional[Gang]:
+    def grow(self, timeout: Timeout = None) -> Optional[Gang]:
         """Admits the processes waiting in gang.join() for this gang: a new
         gang of the members (first, in order) and the joiners, or None when
         none waits. Collective over the members, at a point the program
         chooses (a step boundary); this gang stays usable."""
-        return self._child(capi.gang_grow(self._h, _milliseconds(timeout)))
+        return self._child(capi.gang_grow(self._h, timeout_ms(timeout)))
 
     def split(self, color: int, key: Optional[int] = None) -> Optional[Gang]:
         """Ranks with the same color form a gang, ordered by key (default:
@@ -922,9 +776,11 @@ class Gang:
         from (gang.torch.from_process_group), else a group on the gang
         backend running on this gang itself, made without traffic. See
         gang.torch.as_process_group."""
-        from .torch import as_process_group
-
-        return as_process_group(self)
+        # gang.torch is the layer above this package and uses only its
+        # public API; this method (fairseq2's) reaches it by name when it
+        # is called, so that importing gang imports neither torch nor
+        # gang.torch, and no module of gang imports gang.torch.
+        return importlib.import_module(f"{__package__}.torch").as_process_group(self)
 
 
 def _raw_kind(value, cuda: bool):
@@ -935,216 +791,3 @@ def _raw_kind(value, cuda: bool):
     if is_tensor(value) and value.is_cuda == cuda:
         return "torch"
     return None
-
-
-class FakeGang(Gang):
-    """One process standing in for rank `rank` of a `size`-rank gang in
-    which every rank holds this rank's data: no traffic. all_reduce SUM
-    gives x*size, PRODUCT x**size, MEAN/MIN/MAX x; gathers repeat x;
-    broadcasts (of buffers and of objects) leave every rank with what it
-    has; barrier does nothing; send/recv and split are unsupported;
-    create_gang gives the FakeGang of the listed ranks (None if this rank
-    is not among them), on the same device.
-
-    fairseq2's signature: ``FakeGang(device, *, rank=0, size=1)``, as in
-    ``FakeGang(Device("cpu"), rank=0, size=8)``. ``device`` ("cpu",
-    "cuda:N", a torch.device; None is the CPU) is what ``.device`` reports
-    (a torch.device when torch can be imported). On a CUDA device the
-    collectives work on CUDA tensors with torch's own operations (the
-    library's fake backend reads host memory).
-
-    The older positional form ``FakeGang(rank, size, device)`` still works:
-    an int first means rank, then size and device (``FakeGang(1, 4)``,
-    ``FakeGang(1, 4, device="cpu")``).
-    """
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        # The signature inspect and help() show is fairseq2's (set below);
-        # the legacy positional form is told apart by an int first.
-        device, rank, size = _fake_gang_arguments(args, kwargs)
-        super().__init__(capi.gang_create_fake(_index("rank", rank), _index("size", size)))
-        self._set_device(device)
-
-    def _set_device(self, device) -> None:
-        self._device_text = "cpu" if device is None else str(device)
-        _parse_device(self._device_text)  # rejects what is neither CPU nor CUDA
-        self._fake_cuda = self._device_text != "cpu"
-
-    def _device_name(self) -> str:
-        return self._device_text
-
-    def _child(self, handle, owner=None):
-        """Sub-gangs of a fake gang are fake gangs on the same device."""
-        if handle is None:
-            return None
-        child = FakeGang.__new__(FakeGang)
-        Gang.__init__(child, handle, owner=owner)
-        child._set_device(self._device_text)
-        return child
-
-    def all_reduce(self, x: Any, op: _Op = ReduceOperation.SUM, *, dtype: Any = None,
-                   async_op: bool = False) -> Any:
-        if not self._fake_cuda:
-            return super().all_reduce(x, op, dtype=dtype, async_op=async_op)
-        op = _op(op)
-        if op is ReduceOperation.SUM:
-            x.mul_(self._size)
-        elif op is ReduceOperation.PRODUCT:
-            x.pow_(self._size)
-        return self._done(None, x)
-
-    def broadcast(self, x: Any, source_rank: int = 0, *, dtype: Any = None,
-                  async_op: bool = False) -> Any:
-        if not self._fake_cuda:
-            return super().broadcast(x, source_rank, dtype=dtype, async_op=async_op)
-        return self._done(None, x)
-
-    @property
-    def supports_process_group(self) -> bool:
-        """False: a fake gang has no processes to group (as fairseq2's)."""
-        return False
-
-    def as_process_group(self) -> Any:
-        raise GangUnavailableError("a FakeGang has no torch process group "
-                                   "(supports_process_group is False)")
-
-    def all_gather(self, out: Any, x: Any, *, dtype: Any = None, async_op: bool = False) -> Any:
-        if not self._fake_cuda:
-            return super().all_gather(out, x, dtype=dtype, async_op=async_op)
-        flat = out.view(self._size, -1)
-        for r in range(self._size):
-            flat[r].copy_(x.reshape(-1))
-        return self._done(None, out)
-
-    def barrier(self, *, async_op: bool = False) -> Any:
-        if not self._fake_cuda:
-            return super().barrier(async_op=async_op)
-        return self._done(None, None)
-
-    # Every rank holds this rank's objects: a broadcast leaves them be.
-    def broadcast_object(self, obj: Any = None, src: int = 0) -> Any:
-        return obj
-
-    def broadcast_objects(self, objects: list[Any], source_rank: int = 0) -> None:
-        return None
-
-    def broadcast_tensor_dict(self, tensor_dict: Any = None, src: int = 0) -> dict[Any, Any]:
-        return tensor_dict
-
-
-def _is_int(value) -> bool:
-    """An int or numpy integer (not a bool): FakeGang's legacy first
-    argument, the rank."""
-    if isinstance(value, bool) or isinstance(value, str):
-        return False
-    if isinstance(value, int):
-        return True
-    return _np is not None and isinstance(value, _np.integer)
-
-
-def _fake_gang_arguments(args: tuple, kwargs: dict) -> tuple:
-    """(device, rank, size) of a FakeGang call, in fairseq2's form
-    (device, *, rank=0, size=1) or the legacy one (rank, size, device)."""
-    if args and _is_int(args[0]):
-        positional = ("rank", "size", "device")
-    else:
-        positional = ("device",)
-    if len(args) > len(positional):
-        raise TypeError(f"FakeGang() takes at most {len(positional)} positional arguments "
-                        f"{'(rank, size, device)' if len(positional) == 3 else '(device)'}, "
-                        f"{len(args)} were given")
-    values = dict(zip(positional, args))
-    for name, value in kwargs.items():
-        if name not in ("device", "rank", "size"):
-            raise TypeError(f"FakeGang() got an unexpected keyword argument {name!r}")
-        if name in values:
-            raise TypeError(f"FakeGang() got multiple values for argument {name!r}")
-        values[name] = value
-    return values.get("device"), values.get("rank", 0), values.get("size", 1)
-
-
-def _fake_gang_signature():
-    P = inspect.Parameter
-    return inspect.Signature([
-        P("self", P.POSITIONAL_OR_KEYWORD),
-        P("device", P.POSITIONAL_OR_KEYWORD, default=None),
-        P("rank", P.KEYWORD_ONLY, default=0, annotation=int),
-        P("size", P.KEYWORD_ONLY, default=1, annotation=int),
-    ])
-
-
-FakeGang.__init__.__signature__ = _fake_gang_signature()
-
-
-def _parse_device(device) -> tuple:
-    """"cpu", "cuda", "cuda:N" -> (gang_device_type_t, index)."""
-    text = str(device)
-    kind, _, index = text.partition(":")
-    types = {"cpu": capi.GANG_DEVICE_CPU, "cuda": capi.GANG_DEVICE_CUDA}
-    if kind not in types or (index and not index.isdigit()):
-        raise GangInvalidArgumentError(f"device {text!r}: expected 'cpu', 'cuda' or 'cuda:N'")
-    return types[kind], int(index) if index else -1
-
-
-def create(backend: str = "auto", device: Any = "cpu", rank: Optional[int] = None,
-           size: Optional[int] = None, init_method: Optional[str] = None, timeout: Any = None,
-           name: Optional[str] = None, debug: bool = False) -> Gang:
-    """Creates the root gang; collective over all `size` ranks.
-
-    Args:
-        backend: "auto" (on CPU: shared memory within a host, Gloo across
-            hosts, both where a job spans hosts with several ranks on
-            some; NCCL for CUDA), "shm", "gloo", "nccl", "fake" or a
-            plugin's name.
-        device: "cpu", "cuda:N" (also a torch.device) or "cuda" (the
-            backend picks the GPU: the local rank modulo the visible GPUs).
-            Operands on another GPU are refused.
-        rank, size: this process's rank and the number of ranks; None reads
-            them from the launcher's environment (GANG_RANK/GANG_SIZE,
-            torchrun, SLURM, Open MPI, PMI).
-        init_method: "tcp://host:port" (rank 0 serves the store there),
-            "file:///dir", "memory://name", or torch's "env://" (the store
-            at MASTER_ADDR:MASTER_PORT); None: GANG_INIT_METHOD.
-        timeout: seconds (or a timedelta) bounding every operation; None:
-            GANG_TIMEOUT_MS, else 600 s.
-        name: shown in logs and errors; default "root".
-        debug: True checks that every rank issues the same operations
-            (GangMismatchError otherwise); False leaves it to GANG_DEBUG.
-    """
-    device_type, device_index = _parse_device(device)
-    handle = capi.gang_bind_create(
-        None if backend in (None, "auto") else backend,
-        device_type,
-        device_index,
-        -1 if rank is None else rank,
-        -1 if size is None else size,
-        init_method,
-        _milliseconds(timeout),
-        name,
-        1 if debug else 0,
-    )
-    return Gang(handle)
-
-
-def join(name: str = "root", *, init_method: Optional[str] = None, timeout: Any = None,
-         device: Any = "cpu", backend: str = "auto") -> Gang:
-    """Asks to join the running gang `name` (a replacement process) through
-    the job's store (init_method, or the launch environment as create()
-    reads it) and blocks until its members admit it with Gang.grow(); the
-    new gang is returned, this process ranked after the members. Raises
-    GangTimeoutError when nobody admitted it within `timeout` (the request
-    is then withdrawn). A process that `gangrun --replace-failed` started
-    in place of a failed rank (os.environ["GANG_JOIN"] == "1") calls it
-    with no arguments: the job's store is in its environment."""
-    device_type, device_index = _parse_device(device)
-    return Gang(capi.gang_bind_join(None if backend in (None, "auto") else backend,
-                                    device_type, device_index, init_method,
-                                    _milliseconds(timeout), name))
-
-
-def detect_env() -> dict[str, Any]:
-    """What gang reads from the launch environment: rank, size, local_rank,
-    local_size, node_rank, num_nodes, master_addr, master_port (-1 or ""
-    where unknown) and source ("gang", "torchrun", "slurm", "openmpi",
-    "pmi" or "none")."""
-    return capi.gang_env_detect()

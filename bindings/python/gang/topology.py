@@ -18,8 +18,9 @@ import warnings
 import weakref
 
 from . import capi
-from ._gang import FakeGang, Gang, as_device, detect_env
-from ._gang import _index as _index_arg
+from ._args import as_device
+from ._fake import FakeGang
+from ._gang import Gang
 from .errors import GangInvalidArgumentError
 
 __all__ = [
@@ -28,8 +29,6 @@ __all__ = [
     "LayoutAfterLoss",
     "split_parallel",
     "split_after_loss",
-    "create_parallel_gangs",
-    "create_fsdp_gangs",
     "create_fake_gangs",
     "get_current_gangs",
     "get_default_gangs",
@@ -349,65 +348,6 @@ def split_parallel(root: Gang, tp: int = 1, pp: int = 1, cp: int = 1, ep: int = 
 def _split_parallel(root: Gang, config: dict, *, owns_root=False) -> Gangs:
     handle = capi.gang_bind_split_parallel(root._h, *_degrees(**config))
     return Gangs._split(root, handle, config, owns_root=owns_root)
-
-
-def create_parallel_gangs(root: Gang, *, tp_size: int = 1,
-                          tensor_parallel_size: Optional[int] = None) -> Gangs:
-    """fairseq2's data and tensor parallel gangs: tp gangs of tp_size
-    consecutive ranks, dp across them, and as in fairseq2 rdp = dp (data
-    replicated over the whole dp gang) and sdp, pp of one rank; see
-    :func:`create_fsdp_gangs` for sharding. Collective over root. The
-    Gangs owns root: close() closes it too.
-    (tensor_parallel_size is tp_size's older name.)"""
-    if tensor_parallel_size is not None:
-        tp_size = tensor_parallel_size
-    return _split_parallel(root, dict(tp=tp_size, sdp=1), owns_root=True)
-
-
-def create_fsdp_gangs(gangs: Gangs, intra_node_size: Optional[int] = None, *,
-                      intra_node: bool = False) -> Gangs:
-    """fairseq2's FSDP gangs from the Gangs of create_parallel_gangs (or
-    split_parallel, or Gangs(...)); returns new Gangs with the same root,
-    dp, tp and pp, and:
-
-    - intra_node_size None (fairseq2's default): full sharding, sdp the
-      whole dp gang and rdp of one rank;
-    - intra_node_size k > 1 (hybrid sharding; k must divide dp.size): sdp
-      the blocks of k consecutive dp ranks (a node's), rdp across them
-      (the same position on every node).
-
-    The older spelling intra_node=True (also positionally, a bool) takes k
-    from the launcher's local size divided by tp*cp*pp. Collective over
-    root (over dp for Gangs(...)); the new Gangs owns root as fairseq2's do
-    (close one of them: root is shared)."""
-    if isinstance(intra_node_size, bool):  # the older positional intra_node
-        intra_node, intra_node_size = intra_node_size, None
-    if intra_node_size is not None:
-        intra_node_size = _index_arg("intra_node_size", intra_node_size)
-        if intra_node_size <= 1:
-            raise GangInvalidArgumentError(
-                f"intra_node_size must be greater than 1, got {intra_node_size}")
-    if intra_node_size is None and intra_node:
-        local = detect_env()["local_size"]
-        if local is None or local < 1:
-            raise GangInvalidArgumentError(
-                "create_fsdp_gangs(intra_node=True): the launcher does not say how many "
-                "ranks a node runs (LOCAL_WORLD_SIZE, GANG_LOCAL_SIZE); pass intra_node_size")
-        model = gangs.root.size // gangs.dp.size  # tp*cp*pp ranks hold one dp rank's model
-        intra_node_size = max(1, local // model)
-    if gangs._config is not None:
-        config = dict(gangs._config, sdp=intra_node_size)
-        return _split_parallel(gangs.root, config, owns_root=True)
-    # Gangs given as they are: the dp gang carved by itself.
-    axes = {name: getattr(gangs, name) for name in Gangs._AXES}
-    if intra_node_size is None:
-        fsdp = Gangs(**dict(axes, sdp=gangs.dp, rdp=FakeGang(gangs.dp.device)))
-        fsdp._made.append(fsdp.rdp)
-        return fsdp
-    inner = _split_parallel(gangs.dp, dict(sdp=intra_node_size))
-    fsdp = Gangs(**dict(axes, sdp=inner.sdp, rdp=inner.rdp))
-    fsdp._parts.append(inner)
-    return fsdp
 
 
 def create_fake_gangs(device: Any = None) -> Gangs:

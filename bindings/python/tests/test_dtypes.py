@@ -1,7 +1,10 @@
 """Buffers and dtypes: the format-to-dtype mapping, float16, bfloat16 as
-uint16 views, and the checks that reject a buffer before any traffic."""
+uint16 views, the checks that reject a buffer before any traffic, and gang's one
+dtype table against gang.h, numpy and torch."""
 
 import array
+import os
+import re
 
 import numpy as np
 import pytest
@@ -189,3 +192,57 @@ def _rejected_before_traffic():
 
 def test_rejected_before_traffic():
     run_ranks(2, _rejected_before_traffic)
+
+
+# ---- one dtype table (gang/_dtypes.py's TABLE) against everyone else ----------
+
+GANG_H = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..",
+                      "include", "gang", "gang.h")
+
+
+def _header_dtypes():
+    """gang.h's gang_dtype_t: {"INT8": 0, ...}, without GANG_DTYPE_FORCE_32BIT."""
+    with open(GANG_H) as f:
+        text = f.read()
+    body = re.search(r"typedef enum gang_dtype \{(.*?)\} gang_dtype_t;", text, re.S).group(1)
+    body = re.sub(r"/\*.*?\*/", "", body, flags=re.S)
+    return {name: int(value, 0) for name, value in re.findall(r"GANG_(\w+)\s*=\s*(\w+)", body)
+            if name != "DTYPE_FORCE_32BIT"}
+
+
+def test_the_dtype_table_is_gang_h():
+    from gang._dtypes import TABLE
+
+    assert {dt.name: int(dt) for dt in DType} == _header_dtypes()
+    assert [row[0] for row in TABLE] == list(DType), "TABLE has one row per DType, in order"
+    for dt, kind, size, names in TABLE:
+        assert capi.gang_dtype_size(dt) == size, f"{dt.name}: the C library's size"
+        assert names[0] == dt.name.lower()
+
+
+def test_the_dtype_table_is_numpy():
+    from gang._dtypes import TABLE, as_dtype
+
+    for dt, kind, size, names in TABLE:
+        if kind == "bf":
+            continue  # numpy has none
+        np_dtype = np.dtype(names[0])
+        assert (np_dtype.kind, np_dtype.itemsize) == (kind, size), dt.name
+        assert as_dtype(np_dtype) is dt
+        from gang._buffers import view
+
+        assert view(np.zeros(1, np_dtype))[1] is dt, f"{dt.name}: the buffer's format"
+
+
+def test_the_dtype_table_is_torch():
+    torch = pytest.importorskip("torch")
+    from gang._dtypes import TABLE, find_dtype
+
+    for dt, kind, size, names in TABLE:
+        t_dtype = getattr(torch, names[0], None)
+        if t_dtype is None:
+            continue  # uint32, uint64 before torch 2.3
+        assert torch.empty(0, dtype=t_dtype).element_size() == size, dt.name
+        assert t_dtype.is_floating_point == (kind in ("f", "bf")), dt.name
+        assert find_dtype(t_dtype) is dt
+    assert find_dtype(torch.complex64) is None

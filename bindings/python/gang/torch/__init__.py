@@ -22,22 +22,13 @@ import atexit
 import torch
 import torch.distributed as dist
 
-from .. import capi
+from .. import shutdown_stores
 
 # c10d calls a Python subclass of its Backend class (the PyBackend
 # trampoline) from torch 2.15 on; before it, such a class is never called.
 MIN_TORCH = (2, 15)
 
-
-def _version(text: str) -> tuple:
-    parts = []
-    for piece in text.split("+")[0].split(".")[:2]:
-        digits = "".join(c for c in piece if c.isdigit())
-        parts.append(int(digits or 0))
-    return tuple(parts)
-
-
-if _version(torch.__version__) < MIN_TORCH:
+if torch.__version__ < MIN_TORCH:  # a TorchVersion: compares with tuples
     raise ImportError(
         f"gang.torch needs torch {MIN_TORCH[0]}.{MIN_TORCH[1]} or later (its c10d calls a "
         f"Python Backend subclass from then on); this is torch {torch.__version__}. "
@@ -74,6 +65,6 @@ def register() -> None:
 
 # gang's threads may call into the store after the interpreter stops
 # running Python: from then on the store refuses instead.
-atexit.register(capi.gang_python_store_shutdown)
+atexit.register(shutdown_stores)
 
 register()

@@ -17,21 +17,19 @@ completion) and order themselves on torch's current stream, so they keep
 c10d's stream contract; their copies run on that stream too.
 """
 
+import datetime
 import functools
 import os
 import threading
 
 import torch
-import torch.distributed as dist
-from torch._C._distributed_c10d import Backend as _C10dBackend
-from torch._C._distributed_c10d import ReduceOp
+from torch.distributed import ReduceOp
 
-from .. import capi
-from .._buffers import _torch_dtype
-from .._gang import Gang, ReduceOperation, Work, _milliseconds
+from .. import Gang, ReduceOperation, Work, create, find_dtype, timeout_ms
+from ._c10d import Backend as _C10dBackend
 from ._errors import torch_error
 from ._store import StoreAdapter
-from ._work import Completer, GangWork
+from ._work import Completer, GangWork, completed
 
 __all__ = ["GangBackend"]
 
@@ -97,7 +95,7 @@ class GangBackend(_C10dBackend):
                  options=None, gang: Gang = None):
         super().__init__(rank, size)
         self._store = StoreAdapter(store) if store is not None else None
-        self._timeout_ms = _milliseconds(timeout) or 600_000
+        self._timeout_ms = timeout_ms(timeout) or 600_000
         self._group_name = str(group_name)
         self._options = options
         self._seq = 0
@@ -112,15 +110,14 @@ class GangBackend(_C10dBackend):
         return f"torch.pg{self._group_name}{suffix}"
 
     def _create(self, device: str, index: int) -> Gang:
-        device_type = capi.GANG_DEVICE_CPU if device == "cpu" else capi.GANG_DEVICE_CUDA
         try:
-            handle = capi.gang_python_create_on_store(
-                self._store, None, device_type, index, self.rank(), self.size(),
-                self._timeout_ms, self._gang_name("" if device == "cpu" else f".cuda{index}"),
-                0)
+            return create(device=device if device == "cpu" else f"cuda:{index}",
+                          rank=self.rank(), size=self.size(),
+                          timeout=datetime.timedelta(milliseconds=self._timeout_ms),
+                          name=self._gang_name("" if device == "cpu" else f".cuda{index}"),
+                          store=self._store)
         except BaseException as exc:
             raise torch_error(exc) from None
-        return Gang(handle)
 
     def _gang_for(self, tensor) -> Gang:
         if not tensor.is_cuda:
@@ -149,8 +146,6 @@ class GangBackend(_C10dBackend):
     @property
     def options(self):
         if self._options is None:
-            import datetime
-
             self._options = _C10dBackend.Options(
                 "gang", datetime.timedelta(milliseconds=self._timeout_ms))
         return self._options
@@ -196,7 +191,7 @@ class GangBackend(_C10dBackend):
         return self._seq
 
     def _set_default_timeout(self, timeout) -> None:
-        self._timeout_ms = _milliseconds(timeout) or self._timeout_ms
+        self._timeout_ms = timeout_ms(timeout) or self._timeout_ms
         for gang in (self._gang, *self._cuda.values()):
             if not gang.closed:
                 gang.timeout = self._timeout_ms / 1000.0
@@ -261,7 +256,7 @@ class GangBackend(_C10dBackend):
                     step(False)
                 for after in plan.after:
                     after()
-                return GangWork.completed(result, seq)
+                return completed(result)
             works = [step(True) for step in plan.steps]
         except BaseException as exc:
             raise torch_error(exc) from None
@@ -307,7 +302,7 @@ class GangBackend(_C10dBackend):
     def _movable(t):
         """t as gang can move it: itself when gang knows its dtype, else its
         bytes (complex, float8, ...: moved, never reduced)."""
-        if _torch_dtype(t.dtype) is not None:
+        if find_dtype(t.dtype) is not None:
             return t
         return t.view(torch.uint8) if t.dim() else t.reshape(1).view(torch.uint8)
 
@@ -336,7 +331,7 @@ class GangBackend(_C10dBackend):
             if gang_op not in (ReduceOperation.SUM, ReduceOperation.AVG):
                 raise ValueError(f"{what}: {op.name} is not defined for complex tensors")
             flat = torch.view_as_real(flat).reshape(-1)
-        if _torch_dtype(flat.dtype) is None:
+        if find_dtype(flat.dtype) is None:
             raise TypeError(f"{what}: gang cannot reduce {flat.dtype}")
         return flat, gang_op, None
 
@@ -365,14 +360,14 @@ class GangBackend(_C10dBackend):
             t = tensors[0]
             op = _DIRECT.get(opts.reduceOp.op)
             if (op is not None and not t.is_cuda and t.is_contiguous()
-                    and _torch_dtype(t.dtype) is not None
+                    and find_dtype(t.dtype) is not None
                     and (op is not ReduceOperation.AVG or t.is_floating_point())):
                 self._seq += 1
                 try:
                     self._gang.all_reduce(t, op)
                 except BaseException as exc:
                     raise torch_error(exc) from None
-                return GangWork.completed(tensors, self._seq)
+                return completed(tensors)
         plan = _Plan()
         for t in tensors:
             self._plan_reduce(plan, self._gang_for(t), t, opts.reduceOp)

@@ -2,7 +2,7 @@
 
 import torch.distributed as dist
 
-from .. import errors
+from .. import GangError, GangInvalidArgumentError
 
 __all__ = ["torch_error"]
 
@@ -16,9 +16,9 @@ def torch_error(exc: BaseException) -> BaseException:
     peer, a timeout, an abort, a mismatch, the store) as DistBackendError,
     bad arguments as ValueError/TypeError (gang's own classes already are),
     anything else as it is."""
-    if isinstance(exc, errors.GangInvalidArgumentError):
+    if isinstance(exc, GangInvalidArgumentError):
         return exc
-    if isinstance(exc, errors.GangError):
+    if isinstance(exc, GangError):
         converted = _BACKEND_ERROR(f"gang: {exc} [{exc.status_name}]")
         converted.__cause__ = exc
         return converted

@@ -14,14 +14,14 @@ from __future__ import annotations
 from typing import Any
 import datetime
 import itertools
+import weakref
 
 import torch
 import torch.distributed as dist
-from torch.distributed import distributed_c10d as c10d
 
-from .. import capi
-from .._gang import Gang
+from .. import Gang, create
 from ._backend import GangBackend
+from ._c10d import group_store, process_group_on
 from ._errors import torch_error
 from ._store import StoreAdapter
 
@@ -29,19 +29,39 @@ __all__ = ["gang_of", "from_process_group", "as_process_group", "shrink"]
 
 _names = itertools.count()
 
+# Gang -> the torch process group it belongs to (from_process_group's,
+# as_process_group's), for as long as the gang lives.
+_groups: "weakref.WeakKeyDictionary[Gang, Any]" = weakref.WeakKeyDictionary()
 
-def _view(gang: Gang, pg) -> Gang:
+
+def _default_group() -> Any:
+    """The default process group (dist.group.WORLD); ValueError before
+    init_process_group, as torch's own lookups raise."""
+    pg = dist.group.WORLD
+    if pg is None:
+        raise ValueError("Default process group has not been initialized, "
+                         "please make sure to call init_process_group.")
+    return pg
+
+
+def _group_name(pg: Any) -> str:
+    try:
+        return str(pg.group_name)
+    except RuntimeError:  # a group torch has not named
+        return "pg"
+
+
+def _view(gang: Gang, pg: Any) -> Gang:
     """A Gang on gang's handle that does not own it (closing it is a
     no-op), remembering the process group it belongs to."""
-    view = Gang(gang._h, owner=pg)
-    view._follow, view._stream_set = gang._follow, gang._stream_set
-    view._process_group = pg
+    view = gang.borrow(owner=pg)
+    _groups[view] = pg
     return view
 
 
-def _gang_backend(pg):
+def _gang_backend(pg: Any) -> Any:
     try:
-        backend = pg._get_backend(torch.device("cpu"))
+        backend = pg.get_backend(torch.device("cpu"))
     except RuntimeError:
         return None
     return backend if isinstance(backend, GangBackend) else None
@@ -51,7 +71,7 @@ def gang_of(group: Any = None) -> Gang:
     """The gang a process group of the gang backend runs on (default: the
     default group), as a Gang that does not own it: gang's own API on the
     same ranks and the same connections."""
-    pg = group if group is not None else c10d._get_default_group()
+    pg = group if group is not None else _default_group()
     backend = _gang_backend(pg)
     if backend is None:
         raise ValueError(f"process group {pg.group_name if hasattr(pg, 'group_name') else pg} "
@@ -66,21 +86,17 @@ def from_process_group(group: Any = None, device: Any = None) -> Gang:
     gives its own gang; a group on another backend (gloo, nccl) a new gang
     of the same ranks, met through the group's store (collective over the
     group), on `device` (default: CPU)."""
-    pg = group if group is not None else c10d._get_default_group()
+    pg = group if group is not None else _default_group()
     if _gang_backend(pg) is not None and (device is None or torch.device(device).type == "cpu"):
         return gang_of(pg)
-    store = c10d._world.pg_map[pg][1]
     device = torch.device(device if device is not None else "cpu")
-    device_type = capi.GANG_DEVICE_CPU if device.type == "cpu" else capi.GANG_DEVICE_CUDA
-    adapter = StoreAdapter(dist.PrefixStore("gang/", store))
+    adapter = StoreAdapter(dist.PrefixStore("gang/", group_store(pg)))
     try:
-        handle = capi.gang_python_create_on_store(
-            adapter, None, device_type, device.index if device.index is not None else -1,
-            pg.rank(), pg.size(), 0, f"torch.{c10d._world.pg_names.get(pg, 'pg')}", 0)
+        gang = create(device=device, rank=pg.rank(), size=pg.size(),
+                      name=f"torch.{_group_name(pg)}", store=adapter)
     except BaseException as exc:
         raise torch_error(exc) from None
-    gang = Gang(handle)
-    gang._process_group = pg
+    _groups[gang] = pg
     return gang
 
 
@@ -92,30 +108,20 @@ def as_process_group(gang: Gang) -> Any:
     registered with torch.distributed (get_rank(group), get_world_size,
     new_group's bookkeeping) when a default group exists, whose ranks must
     then be the root gang's. Asked again, the same group."""
-    pg = getattr(gang, "_process_group", None)
+    pg = _groups.get(gang)
     if pg is not None:
         return pg
-    if gang._cuda:
+    if str(gang.device) != "cpu":
         raise ValueError("as_process_group: a CUDA gang has no process group of its own; "
                          "make the group with torch.distributed (backend 'gang') and take "
                          "its gang with gang.torch.from_process_group")
     name = f"gang.{gang.name}.{next(_names)}"
     timeout = datetime.timedelta(seconds=gang.timeout)
-    store = dist.HashStore()  # the group's store: the gang met its peers already
-    pg = dist.ProcessGroup(store, gang.rank, gang.size)
-    backend = GangBackend(None, gang.rank, gang.size, timeout, group_name=name,
-                          gang=_view(gang, pg))
-    custom = dist.ProcessGroup.BackendType.CUSTOM
-    pg._set_default_backend(custom)
-    pg._register_backend(torch.device("cpu"), custom, backend)
-    pg._set_group_name(name)
-    if dist.is_initialized() and hasattr(c10d, "_register_pg_in_world"):
-        world = dist.get_world_size()
-        ranks = gang.ranks
-        if max(ranks) < world:
-            c10d._register_pg_in_world(pg, "gang", store, name, "cpu:gang",
-                                       rank_mapping={g: r for r, g in enumerate(ranks)})
-    gang._process_group = pg
+    pg = process_group_on(
+        lambda pg: GangBackend(None, gang.rank, gang.size, timeout, group_name=name,
+                               gang=_view(gang, pg)),
+        gang.rank, gang.size, name, gang.ranks)
+    _groups[gang] = pg
     return pg
 
 
@@ -127,7 +133,7 @@ def shrink(group: Any = None, timeout: Any = None) -> Any:
     torch.distributed like as_process_group's groups, so DDP, FSDP and
     collectives take it. The old group stays failed: leave it, or destroy
     it with torch.distributed.destroy_process_group(group)."""
-    pg = group if group is not None else c10d._get_default_group()
+    pg = group if group is not None else _default_group()
     backend = _gang_backend(pg)
     if backend is None:
         raise ValueError("shrink: the process group does not run on the gang backend")

@@ -1,7 +1,7 @@
 """torch.distributed's store, in the terms gang's rendezvous asks for.
 
-gang.capi.gang_python_create_on_store() runs a gang's rendezvous through
-any object with the six methods below; StoreAdapter gives them to a c10d
+gang.create(store=...) runs a gang's rendezvous through any object with
+the six methods below; StoreAdapter gives them to a c10d
 Store (TCPStore, FileStore, HashStore, a PrefixStore around one), so a gang
 made for a process group meets its peers in the keys torch handed the
 backend, with no port or server of its own.

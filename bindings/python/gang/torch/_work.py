@@ -1,18 +1,25 @@
 """The Work c10d gets back from the gang backend, and the thread that
 completes the asynchronous ones.
 
-An operation issued with async_op (c10d's default for the calls DDP makes)
-is handed to gang at once and runs on gang's own work path; a Completer
-thread per backend waits for gang's works in the order they were issued
-(gang completes a gang's operations in order), runs what must follow (the
-copies out of a staging buffer) and completes the GangWork and its
-torch.futures.Future, whose callbacks (DDP's comm hooks) run there. A
-blocking call (async_op=False) runs on the caller's thread and returns a
-GangWork that is already complete.
+A blocking call (async_op=False) runs on the caller's thread and returns
+torch's own Work of a completed Future (completed(), as torch's Python
+backends make theirs). An operation issued with async_op (c10d's default
+for the calls DDP makes) is handed to gang at once and runs on gang's own
+work path; a Completer thread per backend waits for gang's works in the
+order they were issued (gang completes a gang's operations in order), runs
+what must follow (the copies out of a staging buffer) and completes the
+GangWork and its torch.futures.Future, whose callbacks (DDP's comm hooks)
+run there.
+
+GangWork is written out rather than a Work of a Future because torch's
+(FutureWrappingWork) cannot do what c10d's callers expect of an operation
+in flight: its wait() returns True when the operation failed instead of
+raising the error, refuses a finite timeout instead of raising
+DistBackendError when it runs out, cannot abort the gang on Ctrl-C, and has
+no sequence number.
 """
 
 import atexit
-import datetime
 import queue
 import threading
 import weakref
@@ -20,34 +27,25 @@ import weakref
 import torch
 import torch.distributed as dist
 
+from .. import timeout_ms
+from ._c10d import work_from_future
 from ._errors import torch_error
 
-__all__ = ["GangWork", "Completer"]
+__all__ = ["GangWork", "Completer", "completed"]
 
 
-def _seconds(timeout) -> float:
+def completed(result):
+    """The Work of a blocking call: done, with `result` (the list of
+    output tensors)."""
+    future = torch.futures.Future()
+    future.set_result(result)
+    return work_from_future(future)
+
+
+def _seconds(timeout):
     """c10d's wait timeout (a timedelta; zero means none) in seconds, or
     None."""
-    if timeout is None:
-        return None
-    if isinstance(timeout, datetime.timedelta):
-        timeout = timeout.total_seconds()
-    return timeout if timeout > 0 else None
-
-
-class _NoLock:
-    """The lock of a work that is already done: nothing to guard."""
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc_info):
-        return False
-
-
-_NO_LOCK = _NoLock()
-_DONE = threading.Event()
-_DONE.set()
+    return timeout_ms(timeout) / 1000 if timeout else None
 
 
 class _Failed:
@@ -66,7 +64,7 @@ def _unwrap(base):
     return value
 
 
-class GangWork(dist._Work):
+class GangWork(dist.Work):
     """One operation of the gang backend: c10d's Work (wait, is_completed,
     is_success, exception, result, get_future)."""
 
@@ -80,16 +78,6 @@ class GangWork(dist._Work):
         self._error = None
         self._future = None
         self._lock = threading.Lock()
-
-    @classmethod
-    def completed(cls, result, seq: int, *, devices=None):
-        """A work already done (a blocking call's): no event or lock of its
-        own, the cheapest a blocking call can return."""
-        work = cls.__new__(cls)
-        dist._Work.__init__(work)
-        work._result, work._seq, work._gang, work._devices = result, seq, None, devices
-        work._done, work._error, work._future, work._lock = _DONE, None, None, _NO_LOCK
-        return work
 
     def _finish(self, error=None) -> None:
         """Completes the work (and its future) with error or success."""
