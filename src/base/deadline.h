@@ -16,6 +16,17 @@ using Millis = std::chrono::milliseconds;
 // would overflow its nanoseconds.
 constexpr int64_t kCenturyMs = 100LL * 365 * 24 * 3600 * 1000;
 
+// How close to its deadline a wait that fails counts as timed out: the
+// ranks of one operation share a deadline only up to when each started
+// it, so a peer that gave up at the same deadline (its wait for a rank
+// that never came) reads as a timeout here too, not as a lost peer.
+constexpr Millis kDeadlineSlack{50};
+
+// Whether a wait that failed at `now` ended at its deadline.
+inline bool at_deadline(Clock::time_point deadline, Clock::time_point now = Clock::now()) {
+  return now >= deadline - kDeadlineSlack;
+}
+
 // now + timeout, saturating at a century.
 inline Clock::time_point deadline_after(Millis timeout) {
   return Clock::now() + (timeout < Millis(kCenturyMs) ? timeout : Millis(kCenturyMs));

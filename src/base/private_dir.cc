@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <vector>
 
+#include "base/env.h"
 #include "base/error.h"
 #include "base/text.h"
 
@@ -63,8 +64,8 @@ void make_private_dir(const std::string& dir, const std::string& who) {
 
 std::string make_temp_dir(const std::string& prefix, const std::string& who) {
   std::string base = "/tmp";
-  const char* runtime = std::getenv("XDG_RUNTIME_DIR");
-  const char* tmp = std::getenv("TMPDIR");
+  const char* runtime = env("XDG_RUNTIME_DIR");
+  const char* tmp = env("TMPDIR");
   if (runtime != nullptr && *runtime == '/' && private_dir_problem(runtime).empty()) {
     base = runtime;
   } else if (tmp != nullptr && *tmp == '/') {

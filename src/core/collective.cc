@@ -75,29 +75,55 @@ bool OpSignature::same(const OpSignature& o) const {
   return count == o.count;
 }
 
-std::string OpSignature::describe() const {
-  if (kind >= kNumOpKinds || dtype > static_cast<uint8_t>(kLastDType)) {
-    return "something that is not a gang operation";
-  }
-  const auto k = static_cast<OpKind>(kind);
+namespace {
+
+// A signature's arguments after `head`: "<head>(float32, count 4, sum)".
+std::string describe_after(const OpSignature& sig, const std::string& head) {
+  const auto k = static_cast<OpKind>(sig.kind);
   const OpInfo& info = op_info(k);
-  std::string s = str_cat(info.api, "(");
+  std::string s = head + "(";
   if (k == OpKind::kBarrier) return s + ")";
-  s += dtype_name(static_cast<DType>(dtype));
+  s += dtype_name(static_cast<DType>(sig.dtype));
   if (per_rank_counts(k)) {
-    s += str_cat(", own count ", count, ", total ", total);
+    s += str_cat(", own count ", sig.count, ", total ", sig.total);
   } else if (k != OpKind::kAllToAllV) {
-    s += str_cat(", count ", count);
+    s += str_cat(", count ", sig.count);
   }
-  if (info.reducing) s += str_cat(", ", reduce_op_name(static_cast<ReduceOp>(op)));
-  if (info.rooted) s += str_cat(", root ", root);
-  if (info.p2p) s += str_cat(", tag ", root);
+  if (info.reducing) s += str_cat(", ", reduce_op_name(static_cast<ReduceOp>(sig.op)));
+  if (info.rooted) s += str_cat(", root ", sig.root);
+  if (info.p2p) s += str_cat(", tag ", sig.root);
   return s + ")";
 }
 
-std::string mismatch_text(int me, const OpSignature& mine, int peer, const OpSignature& theirs) {
-  return str_cat("ranks called different operations: rank ", me, " called ", mine.describe(),
-                 " but rank ", peer, " called ", theirs.describe());
+bool names_an_operation(const OpSignature& sig) {
+  return sig.kind < kNumOpKinds && sig.dtype <= static_cast<uint8_t>(kLastDType);
+}
+
+}  // namespace
+
+std::string OpSignature::describe() const {
+  if (!names_an_operation(*this)) return "something that is not a gang operation";
+  return describe_after(*this, op_api_name(static_cast<OpKind>(kind)));
+}
+
+std::string OpSignature::describe(uint64_t seq) const {
+  if (!names_an_operation(*this)) return "something that is not a gang operation";
+  return describe_after(*this, str_cat(op_api_name(static_cast<OpKind>(kind)), " #", seq, " "));
+}
+
+Error mismatch(int me, const OpSignature& mine, int peer, const OpSignature& theirs) {
+  return error(Status::kMismatch, "ranks called different operations: rank ", Rank{me},
+               " called ", mine.describe(), " but rank ", Rank{peer}, " called ",
+               theirs.describe());
+}
+
+Error timed_out(const Text& whom) {
+  return error(Status::kTimeout, "timed out waiting for ", whom);
+}
+
+Error peers_gone(const std::vector<int>& ranks, const Text& how) {
+  return error(Status::kPeerLost, ranks.size() == 1 ? "rank " : "ranks ", Ranks{ranks},
+               ranks.size() == 1 ? " is gone (" : " are gone (", how, ")");
 }
 
 std::vector<size_t> prefix_offsets(const std::vector<size_t>& counts) {

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "base/error.h"
 #include "core/types.h"
 
 namespace gang::core {
@@ -91,17 +92,29 @@ struct OpSignature {
   bool same(const OpSignature& other) const;
 
   // "gang_all_reduce(float32, count 4, sum)"; for a signature off the wire
-  // that names no operation, says so.
+  // that names no operation, says so. With the operation's number:
+  // "gang_all_reduce #7 (float32, count 4, sum)".
   std::string describe() const;
+  std::string describe(uint64_t seq) const;
 };
 static_assert(sizeof(OpSignature) == 32, "signatures are 32 bytes on the wire");
 
 // A hash of per-rank counts, the same in every process.
 uint64_t hash_counts(const std::vector<size_t>& counts);
 
-// The one wording of a mismatch: "ranks called different operations: rank
-// <me> called <mine> but rank <peer> called <theirs>".
-std::string mismatch_text(int me, const OpSignature& mine, int peer, const OpSignature& theirs);
+// The one wording of a mismatch, as an Error (kMismatch) naming both ranks
+// as facts: "ranks called different operations: rank <me> called <mine>
+// but rank <peer> called <theirs>".
+Error mismatch(int me, const OpSignature& mine, int peer, const OpSignature& theirs);
+
+// The one wording of a timeout (kTimeout): "timed out waiting for <whom>",
+// `whom` naming the ranks (Rank, Ranks) and, in brackets, what is known of
+// them.
+Error timed_out(const Text& whom);
+
+// The one wording of lost peers (kPeerLost): "rank 2 is gone (<how>)",
+// "ranks 1, 2 are gone (<how>)".
+Error peers_gone(const std::vector<int>& ranks, const Text& how);
 
 // Offsets (in elements) of each rank's chunk for per-rank counts.
 std::vector<size_t> prefix_offsets(const std::vector<size_t>& counts);

@@ -29,8 +29,9 @@ void ControlChannel::run(Operation op) {
     op.seq = seq_.fetch_add(1);
   }
   BackendWorkPtr work = host_->post(op);
-  if (work && !work->wait(op.deadline + Millis(50))) {
-    fail(Status::kTimeout, "the core's control traffic timed out");
+  if (work && !work->wait(op.deadline + base::kDeadlineSlack)) {
+    throw timed_out(text("the other ranks (the core's control traffic did not end before "
+                         "the deadline)"));
   }
 }
 

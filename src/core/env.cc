@@ -7,16 +7,14 @@
 #include <cstring>
 #include <limits>
 
+#include "base/env.h"
 #include "base/error.h"
 
 namespace gang::core::env {
 
 namespace {
 
-const char* raw(const char* name) {
-  const char* v = std::getenv(name);
-  return (v && *v) ? v : nullptr;
-}
+const char* raw(const char* name) { return base::env(name); }
 
 long long parse_int(const char* name, const char* value, long long lo,
                     long long hi) {

@@ -1,6 +1,7 @@
-// The one place that reads environment variables: GANG_* and the launchers'
-// (torchrun, Open MPI, PMI, SLURM). Values are read at each call, so a
-// program (or a test) may change them between gang_create calls.
+// The core's typed readers of the environment: GANG_* and the launchers'
+// (torchrun, Open MPI, PMI, SLURM), through base::env (every variable is a
+// row of base/env_vars.def). Values are read at each call, so a program
+// (or a test) may change them between gang_create calls.
 #pragma once
 
 #include <chrono>

@@ -64,7 +64,7 @@ void Gang::check_fingerprint(const CollectiveArgs& args, uint64_t seq,
   for (int r = 0; r < size_; ++r) {
     OpSignature theirs;
     std::memcpy(&theirs, all.data() + static_cast<size_t>(r) * kWords, sizeof theirs);
-    if (!theirs.same(mine)) fail(Status::kMismatch, mismatch_text(rank_, mine, r, theirs));
+    if (!theirs.same(mine)) throw mismatch(rank_, mine, r, theirs);
   }
   if (op_info(args.kind).vector_counts) check_counts(args, seq, deadline);
 }

@@ -12,6 +12,7 @@
 
 #include "base/error.h"
 #include "base/secret.h"
+#include "base/env.h"
 #include "base/text.h"
 
 namespace gang::store {
@@ -19,10 +20,7 @@ namespace gang::store {
 namespace {
 
 // The variable's value, or nullptr when it is unset or empty.
-const char* env(const char* name) {
-  const char* v = std::getenv(name);
-  return v != nullptr && *v != '\0' ? v : nullptr;
-}
+const char* env(const char* name) { return base::env(name); }
 
 // A decimal number in [lo, hi]; `unit` completes the message.
 uint64_t number(const char* name, const char* text, uint64_t lo, uint64_t hi,

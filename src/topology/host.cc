@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <fstream>
 
+#include "base/env.h"
+
 namespace gang::topology {
 
 namespace {
@@ -36,8 +38,8 @@ std::string compute() {
 
 const std::string& host_id() {
   static const std::string id = [] {
-    const char* given = std::getenv("GANG_HOST_ID");
-    return given != nullptr && *given != '\0' ? std::string(given) : compute();
+    const char* given = base::env("GANG_HOST_ID");
+    return given != nullptr ? std::string(given) : compute();
   }();
   return id;
 }

@@ -41,7 +41,10 @@ class Work:
         handle = self._handle
         if handle is None:
             return True
-        end = None if timeout is None else time.monotonic() + timeout_ms(timeout) / 1000
+        # 0 (or a zero timedelta) tests once; any other timeout waits at
+        # least the 1 ms timeout_ms rounds it up to.
+        end = None if timeout is None else (
+            time.monotonic() + (timeout_ms(timeout) / 1000 if timeout else 0.0))
         try:
             while True:
                 left = 100 if end is None else int(max(0.0, end - time.monotonic()) * 1000)

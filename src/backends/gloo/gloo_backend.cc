@@ -9,6 +9,7 @@
 #include "backends/gloo/gloo_device.h"
 #include "backends/gloo/gloo_pairs.h"
 #include "base/big_endian.h"
+#include "base/env.h"
 #include "base/deadline.h"
 #include "base/descriptors.h"
 #include "base/error.h"
@@ -51,8 +52,7 @@ core::BackendWorkPtr GlooBackend::post(const core::Operation& op) {
     return std::make_unique<GlooP2PWork>(view_, waits_, op);
   }
   if (Clock::now() >= op.deadline) {
-    fail(Status::kTimeout,
-         "the gang's timeout passed before the operation started");
+    throw core::timed_out(text("the other ranks (the deadline passed before the operation began)"));
   }
   try {
     run_collective(view_, waits_, scratch_[static_cast<size_t>(op.channel)],
@@ -152,8 +152,8 @@ std::shared_ptr<View> share_mesh(const core::BackendConfig& c, const std::shared
 // (GANG_GLOO_SHARED_CONNECTIONS=1) or open their own (0, the default): the
 // sharing gangs' failures are not as separate (gloo_view.h).
 bool shared_connections_from_env() {
-  const char* v = std::getenv("GANG_GLOO_SHARED_CONNECTIONS");
-  if (v == nullptr || *v == '\0' || std::strcmp(v, "0") == 0) return false;
+  const char* v = base::env("GANG_GLOO_SHARED_CONNECTIONS");
+  if (v == nullptr || std::strcmp(v, "0") == 0) return false;
   if (std::strcmp(v, "1") == 0) return true;
   fail(Status::kInvalidArgument, "GANG_GLOO_SHARED_CONNECTIONS is \"", v,
        "\": it must be 0 (each gang opens its own connections) or 1 (gangs split from a "
@@ -199,8 +199,7 @@ std::unique_ptr<core::Backend> make_gloo(const core::BackendConfig& c) {
       fail(Status::kSystem, "gang_create: connecting rank ", c.rank, " to its peers: ", why,
            ": ", what);
     }
-    fail(what.find("timeout") != std::string::npos ||
-                 what.find("Timed out") != std::string::npos
+    fail(base::at_deadline(c.deadline) || dynamic_cast<const ConnectTimeout*>(&e) != nullptr
              ? Status::kTimeout
              : Status::kPeerLost,
          "gang_create: connecting rank ", c.rank, " to its ", c.size - 1,

@@ -12,6 +12,7 @@
 #include "backends/gloo/gloo_pairs.h"
 #include "backends/gloo/gloo_view.h"
 #include "base/descriptors.h"
+#include "base/env.h"
 #include "base/copy.h"
 #include "base/error.h"
 #include "core/collective.h"
@@ -714,8 +715,8 @@ void run_collective(const std::shared_ptr<::gloo::Context>& ctx,
 }
 
 Algorithm algorithm_from_env() {
-  const char* v = std::getenv("GANG_GLOO_ALGORITHM");
-  if (v == nullptr || *v == '\0' || std::strcmp(v, "auto") == 0) return Algorithm::kAuto;
+  const char* v = base::env("GANG_GLOO_ALGORITHM");
+  if (v == nullptr || std::strcmp(v, "auto") == 0) return Algorithm::kAuto;
   if (std::strcmp(v, "direct") == 0) return Algorithm::kDirect;
   if (std::strcmp(v, "ring") == 0) return Algorithm::kRing;
   if (std::strcmp(v, "tree") == 0) return Algorithm::kTree;
@@ -739,15 +740,15 @@ void rethrow_gloo(const ::gloo::Exception& e, core::Clock::time_point deadline,
   if (std::string why; base::out_of_descriptors(&why)) fail(Status::kSystem, why, ": ", what);
   // Gloo reports a timeout and a broken connection with the same exception
   // type; the deadline tells them apart.
-  if (core::Clock::now() >= deadline - Millis(50) ||
-      what.find("Timed out") != std::string::npos) {
-    fail(Status::kTimeout, "timed out: ", what);
+  if (base::at_deadline(deadline) || dynamic_cast<const ConnectTimeout*>(&e) != nullptr) {
+    throw core::timed_out(peer >= 0 ? text(rank_list({peer}), " (", what, ")")
+                                    : text("the other ranks (", what, ")"));
   }
   View* view = as_view(context);
   const std::vector<int> lost =
       peer >= 0 ? std::vector<int>{peer} : view != nullptr ? view->broken() : std::vector<int>{};
   if (lost.empty()) fail(Status::kPeerLost, "lost a peer: ", what);
-  fail(Status::kPeerLost, "lost the connection to ", rank_list(lost), ": ", what);
+  throw core::peers_gone(lost, text("lost the connection: ", what));
 }
 
 GlooP2PWork::GlooP2PWork(std::shared_ptr<::gloo::Context> ctx,
@@ -863,8 +864,7 @@ void GlooP2PWork::await() {
         const auto l = std::chrono::duration_cast<Millis>(
             deadline_ - core::Clock::now());
         if (l.count() <= 0) {
-          fail(Status::kTimeout,
-               "the gang's timeout passed before the transfer ended");
+          throw core::timed_out(text(rank_list({peer_}), " (the deadline passed)"));
         }
         return l;
       };

@@ -5,6 +5,7 @@
 
 #include <cstring>
 
+#include "backends/gloo/gloo_pairs.h"
 #include "backends/gloo/gloo_view.h"
 #include "base/descriptors.h"
 #include "base/error.h"
@@ -46,11 +47,11 @@ void check_frame(const Frame& mine, int me, const Frame& theirs, int peer) {
   core::OpSignature seen = theirs.sig;
   if (theirs.magic != kFrameMagic) seen.kind = 0xff;  // describes itself as no operation
   if (static_cast<OpKind>(mine.sig.kind) == OpKind::kAllToAllV && seen.same(mine.sig)) {
-    fail(Status::kMismatch, core::mismatch_text(me, mine.sig, peer, seen), ": rank ", me,
-         " sends ", mine.to_you, " bytes to rank ", peer, " and expects ", mine.from_you,
-         ", rank ", peer, " sends ", theirs.to_you, " and expects ", theirs.from_you);
+    fail(Status::kMismatch, core::mismatch(me, mine.sig, peer, seen), ": rank ", Rank{me},
+         " sends ", mine.to_you, " bytes to rank ", Rank{peer}, " and expects ", mine.from_you,
+         ", rank ", Rank{peer}, " sends ", theirs.to_you, " and expects ", theirs.from_you);
   }
-  fail(Status::kMismatch, core::mismatch_text(me, mine.sig, peer, seen));
+  throw core::mismatch(me, mine.sig, peer, seen);
 }
 
 void Waits::add(::gloo::transport::UnboundBuffer* b) {
@@ -124,42 +125,33 @@ void Transfers::recv(::gloo::transport::UnboundBuffer* b, int peer,
   pending_.push_back({b, false, peer});
 }
 
-std::string rank_list(const std::vector<int>& ranks) {
-  std::string s = ranks.size() == 1 ? "rank " : "ranks ";
-  for (size_t i = 0; i < ranks.size(); ++i) {
-    s += str_cat(i ? ", " : "", ranks[i]);
-  }
-  return s;
+Text rank_list(const std::vector<int>& ranks) {
+  return text(ranks.size() == 1 ? "rank " : "ranks ", Ranks{ranks});
 }
 
 Millis Transfers::left(const std::vector<int>& awaited) const {
   const auto left =
       std::chrono::duration_cast<Millis>(deadline_ - core::Clock::now());
   if (left.count() <= 0) {
-    fail(Status::kTimeout, "the gang's timeout passed waiting for ",
-         rank_list(awaited));
+    throw core::timed_out(text(rank_list(awaited), " (the deadline passed before this wait)"));
   }
   return left;
 }
 
 void Transfers::rethrow(const ::gloo::Exception& e,
-                        const std::vector<int>& awaited, bool is_send) const {
+                        const std::vector<int>& awaited) const {
   if (waits_->aborted()) fail(Status::kAborted, "the gang was aborted");
   const std::string what = e.what();
   // Out of descriptors: this process's limit, not a lost or late peer.
   if (std::string why; base::out_of_descriptors(&why)) fail(Status::kSystem, why, ": ", what);
   // Gloo reports a timeout and a broken connection with the same exception
   // type; the deadline tells them apart.
-  if (core::Clock::now() >= deadline_ - Millis(50) ||
-      what.find("Timed out") != std::string::npos) {
-    const bool one = awaited.size() == 1;
-    fail(Status::kTimeout, "timed out waiting ", is_send ? "to send to " : "for ",
-         rank_list(awaited), " (", one ? "it has" : "they have",
-         " not reached this operation, or ", one ? "is" : "are",
-         " stuck in an earlier one)");
+  if (base::at_deadline(deadline_) || dynamic_cast<const ConnectTimeout*>(&e) != nullptr) {
+    throw core::timed_out(text(rank_list(awaited), " (", awaited.size() == 1 ? "it has" : "they have",
+                               " not reached this operation, or ", awaited.size() == 1 ? "is" : "are",
+                               " stuck in an earlier one)"));
   }
-  fail(Status::kPeerLost, "lost the connection to ", rank_list(awaited), ": ",
-       what);
+  throw core::peers_gone(awaited, text("lost the connection: ", what));
 }
 
 void Transfers::wait_for(const Pending& p) const {
@@ -168,7 +160,7 @@ void Transfers::wait_for(const Pending& p) const {
     ok = p.is_send ? p.buffer->waitSend(left({p.peer}))
                    : p.buffer->waitRecv(left({p.peer}));
   } catch (const ::gloo::Exception& e) {
-    rethrow(e, {p.peer}, p.is_send);
+    rethrow(e, {p.peer});
   }
   if (!ok) fail(Status::kAborted, "the transfer was aborted");
 }

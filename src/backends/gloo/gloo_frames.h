@@ -127,8 +127,7 @@ class Transfers {
   // its peer.
   void wait_for(const Pending& p) const;
   std::chrono::milliseconds left(const std::vector<int>& awaited) const;
-  [[noreturn]] void rethrow(const ::gloo::Exception& e,
-                            const std::vector<int>& awaited, bool is_send) const;
+  [[noreturn]] void rethrow(const ::gloo::Exception& e, const std::vector<int>& awaited) const;
 
   std::shared_ptr<::gloo::Context> ctx_;
   std::shared_ptr<Waits> waits_;
@@ -150,6 +149,6 @@ void exchange_frames(const std::shared_ptr<::gloo::Context>& ctx,
                      std::vector<Frame>& frames_in, uint32_t step = 0);
 
 // "rank 3" or "ranks 1, 4", for messages.
-std::string rank_list(const std::vector<int>& ranks);
+Text rank_list(const std::vector<int>& ranks);
 
 }  // namespace gang::backends::gloo_impl

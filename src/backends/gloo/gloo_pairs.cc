@@ -645,7 +645,7 @@ class MeshPairs final : public tcp::Context, public Mesh {
     if (closed_) throw ::gloo::IoException("the gang's connections were closed");
     const auto now = Clock::now();
     if (now >= until) {
-      throw ::gloo::IoException(str_cat("Timed out: rank ", tcp::Context::rank, " waited ",
+      throw ConnectTimeout(str_cat("rank ", tcp::Context::rank, " waited ",
                                         getTimeout().count(), " ms to ", what,
                                         " rank ", peer));
     }

@@ -40,6 +40,7 @@
 // that another gang has already made.
 #pragma once
 
+#include <gloo/common/error.h>
 #include <gloo/transport/device.h>
 #include <gloo/transport/pair.h>
 
@@ -55,6 +56,14 @@ class Store;
 }
 
 namespace gang::backends::gloo_impl {
+
+// A connection made on first use that did not come within the gang's
+// timeout. Thrown through Gloo's calls as its own exception type, so the
+// backend tells a timeout from a lost peer by the type, not by the words.
+class ConnectTimeout : public ::gloo::IoException {
+ public:
+  using ::gloo::IoException::IoException;
+};
 
 // The connections of this rank with the other ranks of a root gang (its
 // "mesh ranks"), shared by the gangs split from it.

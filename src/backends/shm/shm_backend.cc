@@ -56,20 +56,24 @@ core::BackendWorkPtr ShmBackend::post(const core::Operation& op) {
     // Peers waiting for this rank would otherwise wait for the deadline.
     // Not for a timeout: every rank waits for the same late peer and says
     // so itself, naming it.
-    if (e.status() != Status::kTimeout) fail_everyone(e.status(), e.what());
+    if (e.status() != Status::kTimeout) fail_everyone(e);
     throw;
   }
   return nullptr;
 }
 
-void ShmBackend::fail_everyone(Status status, const std::string& why) noexcept {
-  if (waiter_) waiter_->fail_gang(status, why);
+void ShmBackend::fail_everyone(const Error& why) noexcept {
+  if (waiter_) waiter_->fail_gang(why);
 }
 
 void ShmBackend::abort() noexcept {
   if (!waiter_ || waiter_->aborted()) return;
   waiter_->abort();
-  fail_everyone(Status::kAborted, str_cat("rank ", rank_, " aborted"));
+  try {
+    fail_everyone(error(Status::kAborted, "rank ", Rank{rank_}, " aborted"));
+  } catch (...) {
+    // No memory for the message: the peers still see the process go.
+  }
 }
 
 namespace {

@@ -30,7 +30,7 @@ class ShmBackend final : public core::Backend {
 
  private:
   // Marks the gang failed in the segment, for `why`, and wakes every waiter.
-  void fail_everyone(Status status, const std::string& why) noexcept;
+  void fail_everyone(const Error& why) noexcept;
 
   int rank_;
   int size_;

@@ -70,7 +70,7 @@ bool same_operation(const OpDesc& a, const OpDesc& b) {
   return a.seq == b.seq && a.sig.same(b.sig) && a.history == b.history;
 }
 
-std::string describe(const OpDesc& d) { return d.sig.describe(); }
+std::string describe(const OpDesc& d) { return d.sig.describe(d.seq); }
 
 core::OpSignature signature_of(const BroadcastRecord& b) {
   core::OpSignature s{};
@@ -128,7 +128,7 @@ class Run final : public Watch {
       } else if (got < 0 && errno == EINTR) {
         continue;
       } else if (got < 0 && errno == ESRCH) {
-        fail(Status::kPeerLost, "shm: rank ", p, " (pid ", pid, ") is gone");
+        throw core::peers_gone({p}, text("pid ", pid, " ended"));
       } else {
         fail(Status::kSystem, "shm: rank ", me_, " cannot read rank ", p,
              "'s buffer (process_vm_readv: ",
@@ -182,7 +182,7 @@ class Run final : public Watch {
   // Watch: what the waiter asks while this operation waits.
   void check_peers() const override;
   std::string operation() const override { return describe(mine()); }
-  std::string missing() const override;
+  Text missing() const override;
 
  private:
   static constexpr int kEveryone = -1;
@@ -197,9 +197,9 @@ class Run final : public Watch {
       if (r == me_ || (only != kEveryone && r != only)) continue;
       OpDesc d;
       if (!read_desc(theirs(r).desc[turn_ % kDescs], turn_, &d)) {
-        fail(Status::kMismatch, "ranks called different operations: rank ", me_, " called ",
-             describe(mine()), " but rank ", r, " is in another operation (",
-             latest_of(r), ")");
+        fail(Status::kMismatch, "ranks called different operations: rank ", Rank{me_},
+             " called ", describe(mine()), " but rank ", Rank{r},
+             " is in another operation (", latest_of(r), ")");
       }
       check_same(r, d);
     }
@@ -216,15 +216,15 @@ class Run final : public Watch {
     }
     if (d.sig.same(mine().sig)) {
       // The same call, but not as the same operation of the gang.
-      fail(Status::kMismatch, core::mismatch_text(me_, mine().sig, r, d.sig),
+      fail(Status::kMismatch, core::mismatch(me_, mine().sig, r, d.sig),
            " as operations ", mine().seq, " and ", d.seq);
     }
-    fail(Status::kMismatch, core::mismatch_text(me_, mine().sig, r, d.sig));
+    throw core::mismatch(me_, mine().sig, r, d.sig);
   }
 
   // The oldest broadcast that did not meet, of the last kRecent, that this
   // rank and rank r ran differently.
-  std::string diverged_broadcast(int r) const;
+  Text diverged_broadcast(int r) const;
   // Where rank r was last seen on this channel, for messages.
   std::string latest_of(int r) const;
   // This rank's record of its broadcast `number`; rank r's, copied, if it
@@ -281,16 +281,16 @@ void Run::record_broadcast(uint32_t number) {
   b.number.store(number, std::memory_order_release);
 }
 
-std::string Run::diverged_broadcast(int r) const {
+Text Run::diverged_broadcast(int r) const {
   const uint32_t last = state_.broadcasts;  // numbers [last - kRecent, last)
   for (uint64_t k = last >= kRecent ? last - kRecent : 0; k < last; ++k) {
     BroadcastRecord mine_k, theirs_k;
     if (!read_record(me_, k, &mine_k) || !read_record(r, k, &theirs_k)) continue;
     if (mine_k.history == theirs_k.history) continue;
-    return str_cat("rank ", me_, " ran ", describe(mine_k), " but rank ", r,
-                   " ran ", describe(theirs_k));
+    return text("rank ", Rank{me_}, " ran ", describe(mine_k), " but rank ", Rank{r},
+                " ran ", describe(theirs_k));
   }
-  return str_cat("ranks ", me_, " and ", r, " differ in a broadcast more than ",
+  return text("ranks ", Rank{me_}, " and ", Rank{r}, " differ in a broadcast more than ",
                  kRecent, " broadcasts ago");
 }
 
@@ -323,7 +323,7 @@ void Run::check_peers() const {
     }
     const core::OpSignature ran = signature_of(rec);
     if (d.seq != rec.seq || !d.sig.same(ran)) {
-      fail(Status::kMismatch, core::mismatch_text(me_, ran, awaited_, d.sig));
+      throw core::mismatch(me_, ran, awaited_, d.sig);
     }
     return;
   }
@@ -334,8 +334,8 @@ void Run::check_peers() const {
   }
 }
 
-std::string Run::missing() const {
-  std::string s;
+Text Run::missing() const {
+  Text s;
   const uint64_t here = own().arrived.load(std::memory_order_relaxed);
   for (int r = 0; r < n_; ++r) {
     if (r == me_ || (awaited_ != kEveryone && r != awaited_)) continue;
@@ -344,10 +344,9 @@ std::string Run::missing() const {
       continue;  // at this meeting already
     }
     const int pid = seg_.rank_block(r).pid.load(std::memory_order_acquire);
-    s += str_cat(s.empty() ? "" : "; ", "rank ", r, " (pid ", pid, ", ",
-                 latest_of(r), ")");
+    s.add(text(s.empty() ? "" : "; ", "rank ", Rank{r}, " (pid ", pid, ", ", latest_of(r), ")"));
   }
-  return s.empty() ? "ranks that arrived meanwhile" : s;
+  return s.empty() ? text("ranks that arrived meanwhile") : s;
 }
 
 // True once the counter `value` reached `target` (counters wrap).
@@ -615,8 +614,8 @@ void all_to_all(Run& r, const std::vector<size_t>& send_counts,
     most = std::max<size_t>(most, theirs[n]);
     if (theirs[r.me()] != recv_counts[p]) {
       const uint64_t sent = theirs[r.me()];
-      fail(Status::kMismatch, "shm: all_to_allv: rank ", p, " sends ", sent,
-           " elements to rank ", r.me(), ", which expects ", recv_counts[p]);
+      fail(Status::kMismatch, "gang_all_to_allv: rank ", Rank{static_cast<int>(p)}, " sends ", sent,
+           " elements to rank ", Rank{r.me()}, ", which expects ", recv_counts[p]);
     }
   }
   for (size_t off = 0; off < most; off += box) {

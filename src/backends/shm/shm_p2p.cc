@@ -262,9 +262,8 @@ class P2PWork final : public core::BackendWork {
         next_look = now + std::chrono::milliseconds(100);
       }
       if (now >= op_->deadline) {
-        fail(Status::kTimeout, op_->is_send ? "gang_send" : "gang_recv",
-             ": rank ", op_->peer, " did not ",
-             op_->is_send ? "receive" : "send", " before the deadline");
+        throw core::timed_out(text("rank ", Rank{op_->peer}, " (it did not ",
+                                   op_->is_send ? "receive" : "send", " before the deadline)"));
       }
       if (now >= until) return false;
       engine_->nap(*op_);

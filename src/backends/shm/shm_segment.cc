@@ -12,6 +12,7 @@
 #include <cstring>
 #include <new>
 
+#include "base/env.h"
 #include "base/error.h"
 #include "base/text.h"
 #include "base/unique_fd.h"
@@ -49,12 +50,12 @@ void tell_attach_failed(store::Store& store, int rank, const std::string& why) n
 }
 
 bool single_copy_wanted() {
-  const char* v = std::getenv("GANG_SHM_SINGLE_COPY");
+  const char* v = base::env("GANG_SHM_SINGLE_COPY");
   return v == nullptr || std::strcmp(v, "0") != 0;
 }
 
 bool single_copy_everywhere() {
-  const char* v = std::getenv("GANG_SHM_SINGLE_COPY");
+  const char* v = base::env("GANG_SHM_SINGLE_COPY");
   return v != nullptr && std::strcmp(v, "always") == 0;
 }
 

@@ -133,7 +133,11 @@ struct alignas(kLine) Header {
   std::atomic<uint32_t> failed_claim;
   int32_t failed_rank;
   int32_t failed_status;  // gang::Status
-  char failed_why[512];   // its message, NUL-terminated
+  // Its message with its facts (gang::Text): the texts, each ended by
+  // kTextEnd, and the ranks between them (Waiter::fail_gang).
+  uint32_t failed_nranks;
+  int32_t failed_ranks[16];
+  char failed_why[512];
   // Single copy: rank 0's address of this header, which every other rank
   // tries to read with process_vm_readv while it attaches; set if one of
   // them could not (or GANG_SHM_SINGLE_COPY=0 there).

@@ -11,8 +11,10 @@
 #include <cstring>
 #include <ctime>
 
+#include "base/deadline.h"
 #include "base/error.h"
 #include "base/process.h"
+#include "core/collective.h"
 #include "core/env.h"
 #include "core/log.h"
 
@@ -57,15 +59,56 @@ void Waiter::wake_all(std::atomic<uint32_t>& word) {
             nullptr, nullptr, 0);
 }
 
-void Waiter::fail_gang(Status status, const std::string& why) const noexcept {
+namespace {
+
+// Ends each text of a message in the failure record.
+constexpr char kTextEnd = '\x1f';
+
+// `t` into the record, cut to fit: as many ranks and text as there is room for.
+void put(const Text& t, Header& h) noexcept {
+  size_t at = 0;
+  uint32_t ranks = 0;
+  for (size_t i = 0; i < t.texts.size(); ++i) {
+    const std::string& part = t.texts[i];
+    const size_t room = sizeof h.failed_why - 1 - at;
+    if (room == 0) break;
+    const size_t n = std::min(part.size(), room - 1);
+    std::memcpy(h.failed_why + at, part.data(), n);
+    at += n;
+    h.failed_why[at++] = kTextEnd;
+    if (i < t.ranks.size() && ranks < std::size(h.failed_ranks)) {
+      h.failed_ranks[ranks++] = t.ranks[i];
+    } else {
+      break;
+    }
+  }
+  h.failed_why[at] = '\0';
+  h.failed_nranks = ranks;
+}
+
+// The record's message: its texts with the ranks between them.
+Text taken(const Header& h) {
+  Text t;
+  const char* p = h.failed_why;
+  const char* end = h.failed_why + strnlen(h.failed_why, sizeof h.failed_why);
+  for (uint32_t i = 0; p < end; ++i) {
+    const char* stop = std::find(p, end, kTextEnd);
+    t.add(std::string(p, stop));
+    p = stop == end ? end : stop + 1;
+    if (i < h.failed_nranks && p < end) t.add(Rank{h.failed_ranks[i]});
+  }
+  return t;
+}
+
+}  // namespace
+
+void Waiter::fail_gang(const Error& why) const noexcept {
   Header& h = segment_.header();
   uint32_t none = 0;
   if (h.failed_claim.compare_exchange_strong(none, 1, std::memory_order_acq_rel)) {
     h.failed_rank = rank_;
-    h.failed_status = static_cast<int32_t>(status);
-    const size_t n = std::min(why.size(), sizeof h.failed_why - 1);
-    std::memcpy(h.failed_why, why.data(), n);
-    h.failed_why[n] = '\0';
+    h.failed_status = static_cast<int32_t>(why.status());
+    put(why.message(), h);
     h.failed.store(1, std::memory_order_release);
   }
   for (int c = 0; c < kChannels; ++c) wake_all(segment_.barrier(c).generation);
@@ -74,7 +117,7 @@ void Waiter::fail_gang(Status status, const std::string& why) const noexcept {
 void Waiter::check_alive(int r) const {
   const int32_t pid = segment_.rank_block(r).pid.load(std::memory_order_acquire);
   if (base::process_ended(pid)) {
-    fail(Status::kPeerLost, "shm: rank ", r, " (pid ", pid, ") is gone");
+    throw core::peers_gone({r}, text("pid ", pid, " ended"));
   }
 }
 
@@ -91,12 +134,11 @@ void Waiter::check() const {
   const Header& h = segment_.header();
   if (h.failed.load(std::memory_order_acquire) != 0) {
     const auto status = static_cast<Status>(h.failed_status);
-    if (status == Status::kMismatch) {
-      fail(Status::kMismatch, "shm: rank ", h.failed_rank,
-           " found a mismatch: ", h.failed_why);
-    }
-    fail(Status::kPeerLost, "shm: rank ", h.failed_rank, " failed (",
-         h.failed_why, "), so this operation cannot complete");
+    // What the rank that failed saw, in its words: a mismatch or a lost
+    // peer reads the same here as there.
+    if (status == Status::kMismatch || status == Status::kPeerLost) fail(status, taken(h));
+    fail(Status::kPeerLost, "rank ", Rank{h.failed_rank}, " failed (", taken(h),
+         "), so this operation cannot complete");
   }
 }
 
@@ -133,13 +175,12 @@ void Waiter::wait_change(const std::atomic<uint32_t>& word, uint32_t seen,
     const auto now = Clock::now();
     // A peer that gave up at the same deadline (a rank all of them wait
     // for never came) is a timeout here too, as on Gloo.
-    if (now >= deadline - std::chrono::milliseconds(50)) {
+    if (base::at_deadline(deadline, now)) {
       if (now >= deadline || segment_.header().failed.load(std::memory_order_acquire)) {
         if (watch == nullptr) {
-          fail(Status::kTimeout, "shm: the peers did not arrive before the deadline");
+          throw core::timed_out(text("the other ranks"));
         }
-        fail(Status::kTimeout, "shm: rank ", rank_, " timed out in ",
-             watch->operation(), " waiting for ", watch->missing());
+        throw core::timed_out(watch->missing());
       }
     }
     try {

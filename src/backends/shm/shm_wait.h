@@ -28,7 +28,7 @@ class Watch {
   // "all_reduce #7 (float32, sum, count 4)", the operation that waits.
   virtual std::string operation() const = 0;
   // The ranks not there yet and where each was last seen.
-  virtual std::string missing() const = 0;
+  virtual Text missing() const = 0;
 };
 
 class Waiter {
@@ -57,7 +57,7 @@ class Waiter {
   // message, and wakes every barrier's sleepers; other waits nap briefly
   // and look again. The peers' waits then fail: with kMismatch for a
   // mismatch, kPeerLost otherwise, quoting `why`.
-  void fail_gang(Status status, const std::string& why) const noexcept;
+  void fail_gang(const Error& why) const noexcept;
 
   // Throws kPeerLost if rank r's process is gone.
   void check_alive(int r) const;

@@ -1,11 +1,11 @@
 #include "backends/two_level/two_level.h"
 
 #include <algorithm>
-#include <cctype>
 #include <condition_variable>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <system_error>
 #include <thread>
@@ -165,52 +165,19 @@ class TwoLevel final : public Backend {
     try {
       BackendWorkPtr work = part.post(op);
       if (work && !work->wait(op.deadline)) {
-        fail(Status::kTimeout, op_api_name(parent.args.kind),
-             ": a step did not end before the deadline");
+        throw timed_out(text("the other ranks (a step of ", op_api_name(parent.args.kind),
+                             " did not end before the deadline)"));
       }
     } catch (const Error& e) {
+      // The part's ranks, as the gang numbers them.
       std::vector<int> ranks;
       if (n == 1) {
         for (const auto& host : layout_.members) ranks.push_back(host[0]);
       } else {
         ranks = layout_.members[static_cast<size_t>(layout_.host)];
       }
-      throw Error(e.status(), str_cat(in_gang_ranks(e.what(), ranks),
-                                      n == 1 ? " (between hosts)" : " (within this host)"));
+      throw e.renumbered(ranks, n == 1 ? Phase::kBetweenHosts : Phase::kWithinHost);
     }
-  }
-
-  // `text` with each "rank N" and "ranks N, M" of a part's numbering
-  // turned into the gang's: part rank i is gang rank ranks[i].
-  static std::string in_gang_ranks(const std::string& text, const std::vector<int>& ranks) {
-    std::string out;
-    size_t at = 0;
-    for (;;) {
-      const size_t found = text.find("rank", at);
-      if (found == std::string::npos) break;
-      size_t p = found + 4;
-      if (p < text.size() && text[p] == 's') ++p;
-      out.append(text, at, p - at);
-      at = p;
-      // A list of numbers: " 3", " 1, 4".
-      while (at < text.size() && text[at] == ' ' && at + 1 < text.size() &&
-             std::isdigit(static_cast<unsigned char>(text[at + 1]))) {
-        size_t end = at + 1;
-        while (end < text.size() && std::isdigit(static_cast<unsigned char>(text[end]))) ++end;
-        const long r = std::strtol(text.c_str() + at + 1, nullptr, 10);
-        out += ' ';
-        out += r >= 0 && r < static_cast<long>(ranks.size())
-                   ? std::to_string(ranks[static_cast<size_t>(r)])
-                   : text.substr(at + 1, end - at - 1);
-        at = end;
-        if (at < text.size() && text[at] == ',') {
-          out += ',';
-          ++at;
-        }
-      }
-    }
-    out.append(text, at, std::string::npos);
-    return out;
   }
 
   static CollectiveArgs args_of(OpKind kind, const void* send, void* recv, size_t count,
@@ -268,15 +235,12 @@ class TwoLevel final : public Backend {
       std::mutex mu;
       std::condition_variable cv;
       size_t reduced = 0, exchanged = 0;
-      bool stop = false, failed = false;
-      Status status = Status::kOk;
-      std::string what;
+      bool stop = false;
+      std::optional<Error> failure;  // with its facts, for this thread to throw
     } pr;
-    const auto fail_exchange = [&pr](Status status, const char* what) {
+    const auto fail_exchange = [&pr](Error e) {
       std::lock_guard<std::mutex> lock(pr.mu);
-      pr.failed = true;
-      pr.status = status;
-      pr.what = what;
+      pr.failure = std::move(e);
       pr.cv.notify_all();
     };
     std::thread exchange;
@@ -295,10 +259,10 @@ class TwoLevel final : public Backend {
                    args_of(OpKind::kAllReduce, at, at, count_of(c), a.dtype, partial), 1, c);
               if (a.op == ReduceOp::kAvg) finish_avg(at, count_of(c), a.dtype, layout_.size);
             } catch (const Error& e) {
-              fail_exchange(e.status(), e.what());
+              fail_exchange(e);
               return;
             } catch (const std::exception& e) {
-              fail_exchange(Status::kInternal, e.what());
+              fail_exchange(Error(Status::kInternal, e.what()));
               return;
             }
             std::lock_guard<std::mutex> lock(pr.mu);
@@ -321,8 +285,8 @@ class TwoLevel final : public Backend {
     const auto broadcast = [&](size_t c) {
       if (layout_.leader()) {
         std::unique_lock<std::mutex> lock(pr.mu);
-        pr.cv.wait(lock, [&] { return pr.failed || pr.exchanged > c; });
-        if (pr.failed) throw Error(pr.status, pr.what);
+        pr.cv.wait(lock, [&] { return pr.failure || pr.exchanged > c; });
+        if (pr.failure) throw *pr.failure;
       }
       uint8_t* at = recv + first(c) * es;
       step(*local_, op, args_of(OpKind::kBroadcast, at, at, count_of(c), a.dtype), 2, c);
