@@ -1,5 +1,7 @@
 #include "core/backend.h"
 
+#include "core/local_collective.h"
+
 namespace gang::core {
 
 bool CompositeWork::test() {
@@ -25,6 +27,26 @@ BackendWorkPtr Backend::post_group(const std::vector<Operation>& ops) {
   auto all = std::make_unique<CompositeWork>();
   for (const Operation& op : ops) all->add(post(op));
   return CompositeWork::simplify(std::move(all));
+}
+
+namespace {
+
+bool computed_here(const Backend& backend, int size) {
+  return size == 1 && backend.capabilities().host_memory;
+}
+
+}  // namespace
+
+BackendWorkPtr post_to(Backend& backend, const Operation& op, int size) {
+  if (!computed_here(backend, size)) return backend.post(op);
+  run_local(op.args, 0, 1);
+  return nullptr;
+}
+
+BackendWorkPtr post_group_to(Backend& backend, const std::vector<Operation>& ops, int size) {
+  if (!computed_here(backend, size)) return backend.post_group(ops);
+  for (const Operation& op : ops) run_local(op.args, 0, 1);
+  return nullptr;
 }
 
 std::unique_ptr<Backend> Backend::split(const BackendConfig& /*config*/) {

@@ -105,6 +105,14 @@ using BackendWorkPtr = std::unique_ptr<BackendWork>;
 
 class Backend;
 
+// How the core hands operations to a backend of a gang of `size` ranks. A
+// gang of one rank on host memory has nobody to meet: its collectives are
+// computed here (run_local), once for every backend, and never reach it.
+BackendWorkPtr post_to(Backend& backend, const Operation& op, int size);
+BackendWorkPtr post_group_to(Backend& backend, const std::vector<Operation>& ops, int size);
+
+class Backend;
+
 struct BackendConfig {
   // The gang's name, for messages and logs.
   std::string name;

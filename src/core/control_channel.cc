@@ -28,7 +28,7 @@ void ControlChannel::run(Operation op) {
   if (op.channel != Channel::kFingerprint && !is_p2p(op.args.kind)) {
     op.seq = seq_.fetch_add(1);
   }
-  BackendWorkPtr work = host_->post(op);
+  BackendWorkPtr work = post_to(*host_, op, size_);
   if (work && !work->wait(op.deadline + base::kDeadlineSlack)) {
     throw timed_out(text("the other ranks (the core's control traffic did not end before "
                          "the deadline)"));

@@ -36,11 +36,11 @@ namespace gang::core {
 
 class ControlChannel {
  public:
-  // Over `host`, which outlives the channel.
-  explicit ControlChannel(Backend* host) : host_(host) {}
+  // Over `host`, which outlives the channel, for a gang of `size` ranks.
+  ControlChannel(Backend* host, int size) : host_(host), size_(size) {}
   // Over a host backend of its own.
-  explicit ControlChannel(std::unique_ptr<Backend> own)
-      : own_(std::move(own)), host_(own_.get()) {}
+  ControlChannel(std::unique_ptr<Backend> own, int size)
+      : own_(std::move(own)), host_(own_.get()), size_(size) {}
 
   Backend& backend() { return *host_; }
   bool owns_backend() const { return own_ != nullptr; }
@@ -94,6 +94,7 @@ class ControlChannel {
 
   std::unique_ptr<Backend> own_;
   Backend* host_;
+  int size_;
   // Control collectives issued so far: the same on every rank, since every
   // rank makes the core's calls in the same order.
   std::atomic<uint64_t> seq_{1};

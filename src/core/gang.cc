@@ -211,7 +211,7 @@ std::shared_ptr<Work> Gang::submit(std::vector<CollectiveArgs> ops,
     try {
       std::lock_guard<std::mutex> lock(post_mu_);
       auto all = std::make_unique<CompositeWork>();
-      for (const Operation& op : now) all->add(backend_->post(op));
+      for (const Operation& op : now) all->add(post_to(*backend_, op, size_));
       work->posted(CompositeWork::simplify(std::move(all)));
     } catch (const Error& e) {
       work->failed(e.status(), e.what());
@@ -250,8 +250,8 @@ void Gang::post_task(Task& task) {
     watched_->busy_post.store(++posts_, std::memory_order_release);
     BackendWorkPtr pending;
     try {
-      pending = task.ops.size() == 1 ? backend_->post(task.ops[0])
-                                     : backend_->post_group(task.ops);
+      pending = task.ops.size() == 1 ? post_to(*backend_, task.ops[0], size_)
+                                     : post_group_to(*backend_, task.ops, size_);
     } catch (...) {
       watched_->busy_post.store(0, std::memory_order_relaxed);
       throw;

@@ -229,7 +229,7 @@ std::unique_ptr<ControlChannel> Gang::own_control(const Setup& s) {
   }
   GANG_LOG(kInfo, "gang \"", s.name, "\" rank ", s.rank, ": control channel on ",
            backend->name(), " beside ", s.backend.name);
-  return std::make_unique<ControlChannel>(std::move(backend));
+  return std::make_unique<ControlChannel>(std::move(backend), s.size);
 }
 
 std::shared_ptr<Gang> Gang::make(Setup s) {
@@ -275,7 +275,7 @@ std::shared_ptr<Gang> Gang::make(Setup s) {
   g->watched_->recorder = g->recorder_;
   watch_gang(g->watched_);
   g->control_ = g->caps_->host_memory
-                    ? std::make_unique<ControlChannel>(g->backend_.get())
+                    ? std::make_unique<ControlChannel>(g->backend_.get(), g->size_)
                     : own_control(s);
   g->backend_info_ = std::move(s.backend);
   Gang* raw = g.get();

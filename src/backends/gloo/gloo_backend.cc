@@ -14,7 +14,6 @@
 #include "base/descriptors.h"
 #include "base/error.h"
 #include "base/text.h"
-#include "core/local_collective.h"
 #include "core/registry.h"
 #include "store/store.h"
 
@@ -43,10 +42,8 @@ GlooBackend::GlooBackend(const core::BackendConfig& config,
 GlooBackend::~GlooBackend() = default;
 
 core::BackendWorkPtr GlooBackend::post(const core::Operation& op) {
-  if (!view_) {
-    core::run_local(op.args, rank_, size_);
-    return nullptr;
-  }
+  // A gang of one never posts here: the core computes its operations.
+  if (!view_) fail(Status::kInternal, "gloo: an operation of a gang of one reached the backend");
   if (waits_->aborted()) fail(Status::kAborted, "the gang was aborted");
   if (core::is_p2p(op.args.kind)) {
     return std::make_unique<GlooP2PWork>(view_, waits_, op);
@@ -161,10 +158,6 @@ bool shared_connections_from_env() {
 }
 
 std::unique_ptr<core::Backend> make_gloo(const core::BackendConfig& c) {
-  if (c.device_type != core::DeviceType::kCpu) {
-    fail(Status::kUnsupported,
-         "gang_create: the gloo backend works on CPU buffers only");
-  }
   // Read once, before connecting: a bad value fails at once.
   const Algorithm algorithm = algorithm_from_env();
   const bool share = shared_connections_from_env();

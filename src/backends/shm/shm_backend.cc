@@ -3,7 +3,6 @@
 #include "backends/shm/shm_collectives.h"
 #include "base/error.h"
 #include "core/collective.h"
-#include "core/local_collective.h"
 #include "core/log.h"
 #include "core/registry.h"
 #include "store/store.h"
@@ -42,10 +41,8 @@ ShmBackend::ShmBackend(const core::BackendConfig& config,
 ShmBackend::~ShmBackend() = default;
 
 core::BackendWorkPtr ShmBackend::post(const core::Operation& op) {
-  if (!segment_) {
-    core::run_local(op.args, rank_, size_);
-    return nullptr;
-  }
+  // A gang of one never posts here: the core computes its operations.
+  if (!segment_) fail(Status::kInternal, "shm: an operation of a gang of one reached the backend");
   waiter_->check();
   if (core::is_p2p(op.args.kind)) return post_p2p(p2p_, op);
   const int channel = channel_index(op.channel);
@@ -79,9 +76,6 @@ void ShmBackend::abort() noexcept {
 namespace {
 
 std::unique_ptr<core::Backend> make_shm(const core::BackendConfig& c) {
-  if (c.device_type != core::DeviceType::kCpu) {
-    fail(Status::kUnsupported, "gang_create: the shm backend works on CPU buffers only");
-  }
   if (c.size == 1) return std::make_unique<ShmBackend>(c, nullptr);
   if (!c.store) fail(Status::kInternal, "shm: a gang of size ", c.size, " has no store");
   // Every rank must be on this host (numbered at rendezvous).

@@ -163,7 +163,7 @@ class TwoLevel final : public Backend {
     op.deadline = parent.deadline;
     op.stream = parent.stream;
     try {
-      BackendWorkPtr work = part.post(op);
+      BackendWorkPtr work = post_to(part, op, n == 1 ? layout_.hosts() : layout_.local_size());
       if (work && !work->wait(op.deadline)) {
         throw timed_out(text("the other ranks (a step of ", op_api_name(parent.args.kind),
                              " did not end before the deadline)"));
