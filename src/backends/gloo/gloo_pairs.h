@@ -1,6 +1,19 @@
 // Connections between a Gloo gang's ranks: made on first use, and only
 // with the gang's secret.
 //
+// The seam with Gloo's internals: GangPair and the Listener (gloo_pairs.cc)
+// derive from gloo::transport::tcp::Pair, close the listening socket Pair
+// opens and adopt or make their own connection; MeshPairs derives from
+// tcp::Context to hand Gloo those pairs; a view's buffers and transport
+// (gloo_view.cc) derive from tcp::UnboundBuffer and tcp::Context. That
+// reaches into what Gloo does not promise (the pair's state_, fd_, self_,
+// device_ and lock; the device's descriptor table; the layout of
+// compat/gloo/common/memory.h where Debian lacks the header). It stays in
+// those two files; a run-time check stops at the first pair if the headers
+// and the library disagree, and unit.gloo_seam fails when the installed
+// Gloo headers are not the ones they were checked against
+// (tests/unit/gloo_seam.sha256).
+//
 // Every rank listens on one port for its gang and publishes that address
 // once; rank 0 gathers the addresses and publishes the list, so creating a
 // gang of N ranks costs 2N + 1 store operations and no connection at all.
