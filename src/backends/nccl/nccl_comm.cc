@@ -49,7 +49,7 @@ constexpr int64_t kAbortGraceMs = 10000;
 
 }  // namespace
 
-void Instance::fail(int status, const std::string& text) {
+void Instance::fail(gang_status_t status, const std::string& text) {
   {
     std::lock_guard<std::mutex> lock(mu);
     if (error != GANG_OK) return;
@@ -78,7 +78,7 @@ void Instance::begin_abort() {
   });
 }
 
-int Instance::failed(std::string* text) {
+gang_status_t Instance::failed(std::string* text) {
   std::lock_guard<std::mutex> lock(mu);
   if (text != nullptr) *text = error_text;
   return error;
@@ -174,7 +174,7 @@ namespace {
 // The part of an instance that create and split share: a stream of its own
 // and the barrier's scratch int, on the device. Null with *status and *why
 // set.
-Instance* prepare(const Api* api, const gang_backend_config_t* c, int device, int* status,
+Instance* prepare(const Api* api, const gang_backend_config_t* c, int device, gang_status_t* status,
                   std::string* why) {
   auto* in = new Instance;
   in->api = api;
@@ -183,7 +183,7 @@ Instance* prepare(const Api* api, const gang_backend_config_t* c, int device, in
   in->name = c->gang_name;
   in->device = device;
   in->timeout_ms = c->timeout_ms > 0 ? c->timeout_ms : 600000;
-  auto fail = [&](int st, const std::string& text) -> Instance* {
+  auto fail = [&](gang_status_t st, const std::string& text) -> Instance* {
     *status = st;
     *why = text;
     destroy(in);
@@ -266,11 +266,11 @@ gang_status_t create(const gang_backend_config_t* c, void** out, char* err, size
     return GANG_ERR_INTERNAL;
   }
   const int64_t deadline = now_ns() + (c->timeout_ms > 0 ? c->timeout_ms : 600000) * 1000000;
-  int status = GANG_OK;
+  gang_status_t status = GANG_OK;
   Instance* in = prepare(api, c, device, &status, &why);
   if (in == nullptr) {
     say(err, err_len, why);
-    return static_cast<gang_status_t>(status);
+    return status;
   }
   auto fail = [&](gang_status_t st, const std::string& text) {
     say(err, err_len, text);
@@ -385,12 +385,12 @@ gang_status_t split(void* parent, const gang_backend_config_t* c, void** out, ch
   const int64_t deadline = now_ns() + (c->timeout_ms > 0 ? c->timeout_ms : p.timeout_ms) * 1000000;
   Instance* in = nullptr;
   if (c->color >= 0) {
-    int status = GANG_OK;
+    gang_status_t status = GANG_OK;
     std::string why;
     in = prepare(api, c, p.device, &status, &why);
     if (in == nullptr) {
       say(err, err_len, why);
-      return static_cast<gang_status_t>(status);
+      return status;
     }
   }
   ncclConfig_t config = comm_config();
@@ -421,12 +421,12 @@ gang_status_t shrink(void* parent, const int32_t* excluded, size_t nexcluded,
   }
   if (api->CommShrink == nullptr || !usable) return create(c, out, err, err_len);
   const int64_t deadline = now_ns() + (c->timeout_ms > 0 ? c->timeout_ms : p.timeout_ms) * 1000000;
-  int status = GANG_OK;
+  gang_status_t status = GANG_OK;
   std::string why;
   Instance* in = prepare(api, c, p.device, &status, &why);
   if (in == nullptr) {
     say(err, err_len, why);
-    return static_cast<gang_status_t>(status);
+    return status;
   }
   std::vector<int> ranks(excluded, excluded + nexcluded);
   ncclConfig_t config = comm_config();
@@ -461,9 +461,9 @@ void abort_instance(void* backend) {
 
 gang_status_t poll_error(void* backend, char* err, size_t err_len) {
   std::string text;
-  const int st = static_cast<Instance*>(backend)->failed(&text);
+  const gang_status_t st = static_cast<Instance*>(backend)->failed(&text);
   if (st != GANG_OK) say(err, err_len, text);
-  return static_cast<gang_status_t>(st);
+  return st;
 }
 
 int32_t device_of(void* backend) { return static_cast<Instance*>(backend)->device; }

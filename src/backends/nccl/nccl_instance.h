@@ -68,7 +68,7 @@ struct Work {
   bool stream_completion = false;  // wait() orders the caller's stream only
   bool stream_waited = false;
   int64_t deadline_ns = 0;
-  std::atomic<int> status{GANG_IN_PROGRESS};
+  std::atomic<gang_status_t> status{GANG_IN_PROGRESS};
   bool released = false;  // work_free was called (under Instance::mu)
 };
 
@@ -91,7 +91,7 @@ struct Instance {
   std::condition_variable cv;
   std::vector<Work*> live;  // posted, not yet recycled
   std::vector<Work*> pool;  // ready for reuse
-  int error = GANG_OK;
+  gang_status_t error = GANG_OK;
   std::string error_text;
   bool stop = false;
   std::thread watchdog;
@@ -99,11 +99,11 @@ struct Instance {
   bool abort_done = false;
 
   // The first failure wins; starts the communicator's abort.
-  void fail(int status, const std::string& text);
+  void fail(gang_status_t status, const std::string& text);
   // Marks the instance aborted (once) and starts ncclCommAbort on the
   // aborter thread.
   void begin_abort();
-  int failed(std::string* text);
+  gang_status_t failed(std::string* text);
   // nccl_text with the communicator's last error, if it is still there.
   // Takes comm_mu.
   std::string comm_text(const char* what, ncclResult_t r);

@@ -225,9 +225,9 @@ gang_status_t post(void* backend, const gang_backend_op_t* ops, size_t nops, voi
   auto& in = *static_cast<Instance*>(backend);
   const Api& a = *in.api;
   std::string text;
-  if (const int st = in.failed(&text)) {
+  if (const gang_status_t st = in.failed(&text); st != GANG_OK) {
     say(err, err_len, text);
-    return static_cast<gang_status_t>(st);
+    return st;
   }
   const gang_backend_op_t& first = *gang_backend_op_at(ops, 0);
   for (size_t i = 0; i < nops; ++i) {
@@ -333,20 +333,20 @@ namespace {
 gang_status_t test_here(Work& w, char* err, size_t err_len) {
   Instance& in = *w.inst;
   std::string text;
-  const int done = w.status.load();
+  const gang_status_t done = w.status.load();
   if (done != GANG_IN_PROGRESS) {
     if (done != GANG_OK) {
       in.failed(&text);
       say(err, err_len, text);
     }
-    return static_cast<gang_status_t>(done);
+    return done;
   }
   // A failed or aborted instance fails what it has not finished: its
   // event may still complete, with nothing computed.
-  if (const int st = in.failed(&text)) {
+  if (const gang_status_t st = in.failed(&text); st != GANG_OK) {
     w.status.store(st);
     say(err, err_len, text);
-    return static_cast<gang_status_t>(st);
+    return st;
   }
   const cudaError_t q = in.api->EventQuery(w.done);
   if (q == cudaSuccess) {
