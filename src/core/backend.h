@@ -108,7 +108,8 @@ class Backend;
 // How the core hands operations to a backend of a gang of `size` ranks. A
 // gang of one rank on host memory has nobody to meet: its collectives are
 // computed here (run_local), once for every backend, and never reach it.
-BackendWorkPtr post_to(Backend& backend, const Operation& op, int size);
+// Inline (below Backend): it is on every operation's path.
+inline BackendWorkPtr post_to(Backend& backend, const Operation& op, int size);
 BackendWorkPtr post_group_to(Backend& backend, const std::vector<Operation>& ops, int size);
 
 class Backend;
@@ -210,5 +211,14 @@ class CompositeWork final : public BackendWork {
   std::vector<BackendWorkPtr> parts_;
   size_t done_ = 0;  // parts_[0, done_) have ended
 };
+
+// A gang of one on host memory: run_local (core/local_collective.h).
+void post_alone(const Operation& op);
+
+inline BackendWorkPtr post_to(Backend& backend, const Operation& op, int size) {
+  if (size != 1 || !backend.capabilities().host_memory) return backend.post(op);
+  post_alone(op);
+  return nullptr;
+}
 
 }  // namespace gang::core
