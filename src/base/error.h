@@ -1,7 +1,8 @@
 // The C++ inside's error mechanism: gang::Error carries a status and a
-// message. The C shim turns it into a gang_status_t and the thread's last
-// error. Every layer may throw it; it depends on nothing but the standard
-// library and the public list of statuses.
+// message built from facts (the ranks it names, the phase). The C shim
+// turns it into a gang_status_t and the thread's last error. Every layer
+// may throw it; it depends on nothing but the standard library and the
+// public list of statuses.
 #pragma once
 
 #include <sstream>
@@ -15,8 +16,8 @@
 namespace gang {
 
 // The statuses of gang_status_t under C++ names, with the same values. The
-// ABI maps between the two through GANG_STATUS_MAP (abi/shim.cc), and the
-// assertions below keep the lists equal.
+// C shim and the module host map between the two through GANG_STATUS_MAP
+// (interop/public_enums.cc), and the assertions below keep the lists equal.
 enum class Status : int {
   kOk = 0,
   kInProgress = 1,
