@@ -39,23 +39,6 @@ constexpr uint8_t kPayloadPrefix = 0x45;
 constexpr uint8_t kEarlyPayloadPrefix = 0x48;
 constexpr size_t kEarlyChunkBytes = size_t{1} << 23;  // fits the 24 low bits
 
-// Below this many bytes sent per rank, collectives exchange whole buffers
-// with every peer in one round instead of a ring: a small message then costs
-// one network hop instead of 2(n-1) dependent ones.
-constexpr size_t kDirectBytes = 256 * 1024;
-// Algorithms where every rank talks to every other one are for small gangs
-// only: above this, pairs connect on first use (gloo_pairs.h), and a ring
-// or a dissemination keeps each rank's connections few.
-constexpr int kDirectRanks = 8;
-// All-reduce: the direct exchange while each rank sends at most this much
-// (bench/gloo_algorithms.sh, 3 and 4 ranks: direct 553 against ring 614 us
-// at 512 KiB on 3, 875 against 1022 at 256 KiB on 4; even at 512 KiB on 4).
-constexpr size_t kDirectReduceBytes = 1024 * 1024;
-// Two ranks: the direct exchange below this size, the ring (reduce-scatter
-// then all-gather, each rank reducing half) from it (direct 251 against 275
-// us at 512 KiB; at 1 MiB either wins by turns, 250-450 us).
-constexpr size_t kTwoRankRingBytes = 1024 * 1024;
-
 using base::copy_bytes;
 using base::move_bytes;
 
@@ -82,7 +65,6 @@ struct Run {
   const std::shared_ptr<::gloo::Context>& ctx;
   const std::shared_ptr<Waits>& waits;
   Scratch& scratch;
-  Algorithm algorithm;
   const core::Operation& op;
   const CollectiveArgs& a;
   uint32_t tag;
@@ -90,19 +72,24 @@ struct Run {
   int me;
   size_t es;
 
+  // The algorithm this operation runs, chosen by the dispatch from facts
+  // every rank has (the counts, the gang's size), never from a rank's own
+  // block: the frames carry it and agree() compares.
+  Algorithm chosen;
+
   Run(const std::shared_ptr<::gloo::Context>& c,
-      const std::shared_ptr<Waits>& w, Scratch& sc, Algorithm al,
-      const core::Operation& o)
+      const std::shared_ptr<Waits>& w, Scratch& sc, const core::Operation& o,
+      Algorithm ch)
       : ctx(c),
         waits(w),
         scratch(sc),
-        algorithm(al),
         op(o),
         a(o.args),
         tag(wire_tag(o)),
         n(c->size),
         me(c->rank),
-        es(core::dtype_size(o.args.dtype)) {}
+        es(core::dtype_size(o.args.dtype)),
+        chosen(ch) {}
 
   int left() const { return (me + n - 1) % n; }
   int right() const { return (me + 1) % n; }
@@ -118,23 +105,6 @@ struct Run {
     if (right() != left()) v.push_back(right());
     return v;
   }
-  // Whether to take `forced` (Algorithm), given that kAuto takes it when
-  // `by_size`; the algorithms where every rank talks to every other are
-  // for small gangs only.
-  // What it takes is noted in `chosen`, which the frames carry.
-  bool takes(Algorithm forced, bool by_size) const {
-    const bool yes = algorithm == Algorithm::kAuto
-                         ? by_size
-                         : algorithm == forced &&
-                               ((forced != Algorithm::kDirect && forced != Algorithm::kTree) ||
-                                n <= kDirectRanks);
-    if (yes) chosen = forced;
-    return yes;
-  }
-  // The algorithm this operation runs: every rank must choose the same,
-  // from facts they all have (the counts, the gang's size), never from
-  // their own block; the frames carry it and agree() compares.
-  mutable Algorithm chosen = Algorithm::kRing;
   // The ranks this one exchanges with in a rooted direct algorithm.
   std::vector<int> rooted() const {
     return me == a.root ? everyone_else() : std::vector<int>{a.root};
@@ -205,10 +175,43 @@ ReduceOp partial_op(ReduceOp op) {
   return op == ReduceOp::kAvg ? ReduceOp::kSum : op;
 }
 
+// `count` elements split into n nearly equal chunks.
+std::vector<size_t> even_chunks(size_t count, int n) {
+  std::vector<size_t> c(static_cast<size_t>(n), count / static_cast<size_t>(n));
+  for (size_t i = 0; i < count % static_cast<size_t>(n); ++i) ++c[i];
+  return c;
+}
+
+size_t total_of(const std::vector<size_t>& counts) {
+  size_t t = 0;
+  for (size_t c : counts) t += c;
+  return t;
+}
+
+size_t largest_of(const std::vector<size_t>& counts) {
+  size_t largest = 0;
+  for (size_t c : counts) largest = std::max(largest, c);
+  return largest;
+}
+
+// An all-gather's own block (counts and offsets per rank, in elements) moved
+// into its place in the output, which it returns.
+uint8_t* place_own_block(const Run& r, const std::vector<size_t>& counts,
+                         const std::vector<size_t>& offsets) {
+  const size_t me = static_cast<size_t>(r.me);
+  uint8_t* out = bytes_of(r.a.recv);
+  if (counts[me] != 0 && r.a.send != out + offsets[me] * r.es) {
+    move_bytes(out + offsets[me] * r.es, r.a.send, counts[me] * r.es);
+  }
+  return out;
+}
+
 // Every rank sends its whole input to every peer, then reduces the n inputs
 // in rank order, so every rank computes the same bits. `root` >= 0: only
 // the root receives and reduces (gang_reduce).
-void direct_reduce(const Run& r, const void* send, void* recv, int root) {
+void direct_reduce_to(const Run& r, int root) {
+  const void* const send = r.a.send;
+  void* const recv = r.a.recv;
   const size_t bytes = r.a.count * r.es;
   const size_t n = static_cast<size_t>(r.n);
   const size_t me = static_cast<size_t>(r.me);
@@ -265,266 +268,56 @@ void direct_reduce(const Run& r, const void* send, void* recv, int root) {
   }
 }
 
-// Ring reduce-scatter over acc (chunks at offsets/counts, in elements): in
-// step s every rank passes its running reduction of chunk (me-s-1) to its
-// right neighbour and folds the chunk arriving from its left into its own,
-// so after n-1 steps rank me holds chunk me fully reduced.
-void ring_reduce_scatter(const Run& r, uint8_t* acc, size_t acc_bytes,
-                         const std::vector<size_t>& counts,
-                         const std::vector<size_t>& offsets, uint32_t step0) {
-  const size_t n = static_cast<size_t>(r.n);
-  const size_t me = static_cast<size_t>(r.me);
-  size_t largest = 0;
-  for (size_t c : counts) largest = std::max(largest, c);
-  uint8_t* const incoming = r.scratch.get(0, largest * r.es);
-  Transfers t(r.ctx, r.waits, r.op.deadline);
-  auto* acc_buf = t.buffer(acc, acc_bytes);
-  auto* in_buf = t.buffer(incoming, largest * r.es);
-  const ReduceOp op = partial_op(r.a.op);
-  for (size_t s = 0; s + 1 < n; ++s) {
-    // Each step has its own slot, so a fast neighbour's next chunk can never
-    // land in this step's receive.
-    const uint64_t sl = slot(kPayloadPrefix, r.tag, step0 + static_cast<uint32_t>(s));
-    const size_t out_idx = (me + 2 * n - s - 1) % n;
-    const size_t in_idx = (me + 2 * n - s - 2) % n;
-    t.recv(in_buf, r.left(), sl, 0, counts[in_idx] * r.es);
-    t.send(acc_buf, r.right(), sl, offsets[out_idx] * r.es, counts[out_idx] * r.es);
-    t.wait();
-    uint8_t* dst = acc + offsets[in_idx] * r.es;
-    core::reduce(dst, dst, incoming, counts[in_idx], r.a.dtype, op);
-  }
-}
+void direct_all_reduce(const Run& r) { direct_reduce_to(r, -1); }
 
-// Ring all-gather over buf, whose chunk `me` is filled: in step s every rank
-// passes chunk (me-s) to its right neighbour and receives chunk (me-s-1)
-// from its left, in place. Steps before `first` were done by the caller.
-void ring_all_gather(const Run& r, uint8_t* buf, size_t buf_bytes,
-                     const std::vector<size_t>& counts,
-                     const std::vector<size_t>& offsets, uint32_t step0,
-                     size_t first = 0) {
-  const size_t n = static_cast<size_t>(r.n);
-  const size_t me = static_cast<size_t>(r.me);
-  if (first + 1 >= n) return;
-  Transfers t(r.ctx, r.waits, r.op.deadline);
-  auto* b = t.buffer(buf, buf_bytes);
-  for (size_t s = first; s + 1 < n; ++s) {
-    const uint64_t sl = slot(kPayloadPrefix, r.tag, step0 + static_cast<uint32_t>(s));
-    const size_t out_idx = (me + n - s) % n;
-    const size_t in_idx = (me + 2 * n - s - 1) % n;
-    t.recv(b, r.left(), sl, offsets[in_idx] * r.es, counts[in_idx] * r.es);
-    t.send(b, r.right(), sl, offsets[out_idx] * r.es, counts[out_idx] * r.es);
-    t.wait();
-  }
-}
+void direct_reduce(const Run& r) { direct_reduce_to(r, r.a.root); }
 
-// `count` elements split into n nearly equal chunks.
-std::vector<size_t> even_chunks(size_t count, int n) {
-  std::vector<size_t> c(static_cast<size_t>(n), count / static_cast<size_t>(n));
-  for (size_t i = 0; i < count % static_cast<size_t>(n); ++i) ++c[i];
-  return c;
-}
-
-size_t total_of(const std::vector<size_t>& counts) {
-  size_t t = 0;
-  for (size_t c : counts) t += c;
-  return t;
-}
-
-void all_reduce(const Run& r) {
-  const size_t bytes = r.a.count * r.es;
-  // With two ranks the direct exchange moves what the ring moves, in one
-  // step instead of two, but reduces the whole buffer on both ranks where
-  // the ring reduces half on each: from kTwoRankRingBytes the halves win.
-  if (r.takes(Algorithm::kDirect,
-              r.n == 2 ? bytes < kTwoRankRingBytes
-                       : r.n <= kDirectRanks &&
-                             bytes * static_cast<size_t>(r.n - 1) <= kDirectReduceBytes)) {
-    direct_reduce(r, r.a.send, r.a.recv, -1);
-    return;
-  }
-  agree(r, r.neighbours());
-  if (r.a.send != r.a.recv) copy_bytes(r.a.recv, r.a.send, bytes);
-  const auto counts = even_chunks(r.a.count, r.n);
-  const auto offsets = core::prefix_offsets(counts);
-  ring_reduce_scatter(r, bytes_of(r.a.recv), bytes, counts, offsets, 0);
-  if (r.a.op == ReduceOp::kAvg) {
-    core::finish_avg(bytes_of(r.a.recv) + offsets[static_cast<size_t>(r.me)] * r.es,
-                     counts[static_cast<size_t>(r.me)], r.a.dtype, r.n);
-  }
-  ring_all_gather(r, bytes_of(r.a.recv), bytes, counts, offsets,
-                  static_cast<uint32_t>(r.n));
-}
-
-void reduce(const Run& r) {
-  const size_t bytes = r.a.count * r.es;
-  if (bytes * static_cast<size_t>(r.n - 1) <= kDirectBytes) {
-    r.chosen = Algorithm::kDirect;
-    direct_reduce(r, r.a.send, r.a.recv, r.a.root);
-    return;
-  }
-  // Reduce-scatter around the ring, then every rank hands its chunk to the
-  // root.
-  agree(r, merged(r.neighbours(), r.rooted()));
-  uint8_t* const acc = r.scratch.get(1, bytes);
-  copy_bytes(acc, r.a.send, bytes);
-  const auto counts = even_chunks(r.a.count, r.n);
-  const auto offsets = core::prefix_offsets(counts);
-  ring_reduce_scatter(r, acc, bytes, counts, offsets, 0);
-  const size_t me = static_cast<size_t>(r.me);
-  Transfers t(r.ctx, r.waits, r.op.deadline);
-  const uint64_t sl = slot(kPayloadPrefix, r.tag, static_cast<uint32_t>(r.n));
-  if (r.me == r.a.root) {
-    auto* out = t.buffer(r.a.recv, bytes);
-    copy_bytes(bytes_of(r.a.recv) + offsets[me] * r.es,
-                acc + offsets[me] * r.es, counts[me] * r.es);
-    for (int p : r.everyone_else()) {
-      const auto i = static_cast<size_t>(p);
-      t.recv(out, p, sl, offsets[i] * r.es, counts[i] * r.es);
-    }
-    t.wait();
-    if (r.a.op == ReduceOp::kAvg) {
-      core::finish_avg(r.a.recv, r.a.count, r.a.dtype, r.n);
-    }
-  } else {
-    auto* in = t.buffer(acc, bytes);
-    t.send(in, r.a.root, sl, offsets[me] * r.es, counts[me] * r.es);
-    t.wait();
-  }
-}
-
-void broadcast(const Run& r) {
+void direct_broadcast(const Run& r) {
   const size_t bytes = r.a.count * r.es;
   const bool root = r.me == r.a.root;
-  if (r.takes(Algorithm::kDirect,
-              r.n == 2 || bytes * static_cast<size_t>(r.n - 1) <= kDirectBytes)) {
-    const bool fits = bytes <= kInlineBytes;
-    if (fits) {
-      const auto mine = same_for_all(r, r.a.recv);
-      const auto in = agree(r, r.rooted(), nullptr, nullptr, root ? &mine : nullptr, bytes);
-      if (!root) copy_bytes(r.a.recv, in[static_cast<size_t>(r.a.root)].data, bytes);
-      return;
-    }
-    Transfers t(r.ctx, r.waits, r.op.deadline);
-    auto* b = t.buffer(r.a.recv, bytes);
-    for (int p : r.rooted()) post_early(t, b, root, p, r.tag, 0, bytes);
-    agree(r, r.rooted());
-    t.wait();
+  const bool fits = bytes <= kInlineBytes;
+  if (fits) {
+    const auto mine = same_for_all(r, r.a.recv);
+    const auto in = agree(r, r.rooted(), nullptr, nullptr, root ? &mine : nullptr, bytes);
+    if (!root) copy_bytes(r.a.recv, in[static_cast<size_t>(r.a.root)].data, bytes);
     return;
   }
-  if (r.takes(Algorithm::kTree, r.n <= kDirectRanks)) {
-    // A binomial tree from the root: ceil(log2 n) steps of the whole
-    // buffer, each rank receiving once and then sending to its children
-    // (the root to at most log2 n of them). Against the scatter and ring
-    // below it takes fewer, larger steps, which is what few ranks on few
-    // cores want.
-    const int vr = (r.me - r.a.root + r.n) % r.n;  // rank relative to the root
-    auto real = [&](int v) { return (v + r.a.root) % r.n; };
-    int parent = -1;
-    std::vector<int> children;
-    int mask = 1;
-    while (mask < r.n) {
-      if (vr & mask) {
-        parent = real(vr - mask);
-        break;
-      }
-      mask <<= 1;
-    }
-    for (mask >>= 1; mask > 0; mask >>= 1) {
-      if (vr + mask < r.n) children.push_back(real(vr + mask));
-    }
-    std::vector<int> partners = children;
-    if (parent >= 0) partners.push_back(parent);
-    std::sort(partners.begin(), partners.end());
-    Transfers t(r.ctx, r.waits, r.op.deadline);
-    auto* b = t.buffer(r.a.recv, bytes);
-    if (root) {
-      for (int c : children) post_early(t, b, true, c, r.tag, 0, bytes);
-      agree(r, partners);
-    } else {
-      post_early(t, b, false, parent, r.tag, 0, bytes);
-      agree(r, partners);
-      t.wait();
-      for (int c : children) post_early(t, b, true, c, r.tag, 0, bytes);
-    }
-    t.wait();
-    return;
-  }
-  // Large gangs: the root scatters chunks, then a ring all-gather completes
-  // them.
-  agree(r, merged(r.neighbours(), r.rooted()));
-  const auto counts = even_chunks(r.a.count, r.n);
-  const auto offsets = core::prefix_offsets(counts);
-  {
-    Transfers t(r.ctx, r.waits, r.op.deadline);
-    const uint64_t sl = slot(kPayloadPrefix, r.tag, 0);
-    auto* b = t.buffer(r.a.recv, bytes);
-    for (int p : r.rooted()) {
-      const auto i = static_cast<size_t>(root ? p : r.me);
-      if (root) {
-        t.send(b, p, sl, offsets[i] * r.es, counts[i] * r.es);
-      } else {
-        t.recv(b, p, sl, offsets[i] * r.es, counts[i] * r.es);
-      }
-    }
-    t.wait();
-  }
-  ring_all_gather(r, bytes_of(r.a.recv), bytes, counts, offsets, 1);
+  Transfers t(r.ctx, r.waits, r.op.deadline);
+  auto* b = t.buffer(r.a.recv, bytes);
+  for (int p : r.rooted()) post_early(t, b, root, p, r.tag, 0, bytes);
+  agree(r, r.rooted());
+  t.wait();
 }
 
 // all_gather and all_gatherv: counts per rank (elements).
-void all_gather(const Run& r, const std::vector<size_t>& counts) {
+void direct_all_gather(const Run& r, const std::vector<size_t>& counts) {
   const auto offsets = core::prefix_offsets(counts);
   const size_t total = total_of(counts);
   const size_t me = static_cast<size_t>(r.me);
   const size_t own = counts[me] * r.es;
-  uint8_t* out = bytes_of(r.a.recv);
-  if (own != 0 && r.a.send != out + offsets[me] * r.es) {
-    move_bytes(out + offsets[me] * r.es, r.a.send, own);
-  }
-  // Every choice below must be the same on every rank, so it is made from
-  // the counts, which every rank has, never from this rank's own block.
-  size_t largest = 0;
-  for (size_t c : counts) largest = std::max(largest, c * r.es);
-  if (r.takes(Algorithm::kDirect,
-              r.n <= kDirectRanks && largest * static_cast<size_t>(r.n - 1) <= kDirectBytes &&
-                  total * r.es <= 4 * kDirectBytes)) {
-    // Blocks that fit ride in the frames: one message per peer.
-    if (largest <= kInlineBytes) {
-      const auto mine = same_for_all(r, out + offsets[me] * r.es);
-      const auto in = agree(r, r.everyone_else(), nullptr, nullptr, &mine, own);
-      for (int p : r.everyone_else()) {
-        const auto i = static_cast<size_t>(p);
-        copy_bytes(out + offsets[i] * r.es, in[i].data, counts[i] * r.es);
-      }
-      return;
-    }
-    Transfers t(r.ctx, r.waits, r.op.deadline);
-    auto* b = t.buffer(out, total * r.es);
+  uint8_t* out = place_own_block(r, counts, offsets);
+  // Blocks that fit ride in the frames: one message per peer.
+  if (largest_of(counts) * r.es <= kInlineBytes) {
+    const auto mine = same_for_all(r, out + offsets[me] * r.es);
+    const auto in = agree(r, r.everyone_else(), nullptr, nullptr, &mine, own);
     for (int p : r.everyone_else()) {
       const auto i = static_cast<size_t>(p);
-      post_early(t, b, false, p, r.tag, offsets[i] * r.es, counts[i] * r.es);
-      post_early(t, b, true, p, r.tag, offsets[me] * r.es, own);
+      copy_bytes(out + offsets[i] * r.es, in[i].data, counts[i] * r.es);
     }
-    agree(r, r.everyone_else());
-    t.wait();
     return;
   }
-  {
-    // The ring's first step (this rank's own block out, its left
-    // neighbour's in) goes with the frames.
-    const size_t from_left = static_cast<size_t>(r.left());
-    Transfers t(r.ctx, r.waits, r.op.deadline);
-    auto* b = t.buffer(out, total * r.es);
-    post_early(t, b, false, r.left(), r.tag, offsets[from_left] * r.es,
-               counts[from_left] * r.es);
-    post_early(t, b, true, r.right(), r.tag, offsets[me] * r.es, own);
-    agree(r, r.neighbours());
-    t.wait();
+  Transfers t(r.ctx, r.waits, r.op.deadline);
+  auto* b = t.buffer(out, total * r.es);
+  for (int p : r.everyone_else()) {
+    const auto i = static_cast<size_t>(p);
+    post_early(t, b, false, p, r.tag, offsets[i] * r.es, counts[i] * r.es);
+    post_early(t, b, true, p, r.tag, offsets[me] * r.es, own);
   }
-  ring_all_gather(r, out, total * r.es, counts, offsets, 0, 1);
+  agree(r, r.everyone_else());
+  t.wait();
 }
 
-void gather(const Run& r) {
+void direct_gather(const Run& r) {
   const size_t bytes = r.a.count * r.es;
   const bool root = r.me == r.a.root;
   const bool fits = bytes <= kInlineBytes;
@@ -558,7 +351,7 @@ void gather(const Run& r) {
   t.wait();
 }
 
-void scatter(const Run& r) {
+void direct_scatter(const Run& r) {
   const size_t bytes = r.a.count * r.es;
   const bool root = r.me == r.a.root;
   const bool fits = bytes <= kInlineBytes;
@@ -591,26 +384,9 @@ void scatter(const Run& r) {
   t.wait();
 }
 
-void reduce_scatter(const Run& r) {
-  const size_t n = static_cast<size_t>(r.n);
-  std::vector<size_t> counts = r.a.recv_counts;
-  if (r.a.kind == OpKind::kReduceScatter) counts.assign(n, r.a.count);
-  const auto offsets = core::prefix_offsets(counts);
-  const size_t total = total_of(counts);
-  agree(r, r.neighbours());
-  const size_t me = static_cast<size_t>(r.me);
-  uint8_t* const acc = r.scratch.get(1, total * r.es);
-  copy_bytes(acc, r.a.send, total * r.es);
-  ring_reduce_scatter(r, acc, total * r.es, counts, offsets, 0);
-  move_bytes(r.a.recv, acc + offsets[me] * r.es, counts[me] * r.es);
-  if (r.a.op == ReduceOp::kAvg) {
-    core::finish_avg(r.a.recv, counts[me], r.a.dtype, r.n);
-  }
-}
-
 // all_to_all and all_to_allv: per-peer element counts each way.
-void all_to_all(const Run& r, const std::vector<size_t>& send_counts,
-                const std::vector<size_t>& recv_counts) {
+void direct_all_to_all(const Run& r, const std::vector<size_t>& send_counts,
+                       const std::vector<size_t>& recv_counts) {
   const size_t n = static_cast<size_t>(r.n);
   const size_t me = static_cast<size_t>(r.me);
   const auto soff = core::prefix_offsets(send_counts);
@@ -637,18 +413,213 @@ void all_to_all(const Run& r, const std::vector<size_t>& send_counts,
   t.wait();
 }
 
-}  // namespace
+// Every rank exchanges frames with every other.
+void direct_barrier(const Run& r) { agree(r, r.everyone_else()); }
 
-
-// A small gang: every rank exchanges frames with every other. A big one: a
-// dissemination barrier, in round k every rank exchanges frames with the
-// ranks 2^k ahead and behind; after ceil(log2 n) rounds every rank has
-// heard, through others, from all, and has connected to 2 log2 n peers.
-void barrier(const Run& r) {
-  if (r.n <= kDirectRanks) {
-    agree(r, r.everyone_else());
-    return;
+// Ring reduce-scatter over acc (chunks at offsets/counts, in elements): in
+// step s every rank passes its running reduction of chunk (me-s-1) to its
+// right neighbour and folds the chunk arriving from its left into its own,
+// so after n-1 steps rank me holds chunk me fully reduced.
+void reduce_scatter_around(const Run& r, uint8_t* acc, size_t acc_bytes,
+                           const std::vector<size_t>& counts,
+                           const std::vector<size_t>& offsets, uint32_t step0) {
+  const size_t n = static_cast<size_t>(r.n);
+  const size_t me = static_cast<size_t>(r.me);
+  const size_t largest = largest_of(counts);
+  uint8_t* const incoming = r.scratch.get(0, largest * r.es);
+  Transfers t(r.ctx, r.waits, r.op.deadline);
+  auto* acc_buf = t.buffer(acc, acc_bytes);
+  auto* in_buf = t.buffer(incoming, largest * r.es);
+  const ReduceOp op = partial_op(r.a.op);
+  for (size_t s = 0; s + 1 < n; ++s) {
+    // Each step has its own slot, so a fast neighbour's next chunk can never
+    // land in this step's receive.
+    const uint64_t sl = slot(kPayloadPrefix, r.tag, step0 + static_cast<uint32_t>(s));
+    const size_t out_idx = (me + 2 * n - s - 1) % n;
+    const size_t in_idx = (me + 2 * n - s - 2) % n;
+    t.recv(in_buf, r.left(), sl, 0, counts[in_idx] * r.es);
+    t.send(acc_buf, r.right(), sl, offsets[out_idx] * r.es, counts[out_idx] * r.es);
+    t.wait();
+    uint8_t* dst = acc + offsets[in_idx] * r.es;
+    core::reduce(dst, dst, incoming, counts[in_idx], r.a.dtype, op);
   }
+}
+
+// Ring all-gather over buf, whose chunk `me` is filled: in step s every rank
+// passes chunk (me-s) to its right neighbour and receives chunk (me-s-1)
+// from its left, in place. Steps before `first` were done by the caller.
+void all_gather_around(const Run& r, uint8_t* buf, size_t buf_bytes,
+                       const std::vector<size_t>& counts,
+                       const std::vector<size_t>& offsets, uint32_t step0,
+                       size_t first = 0) {
+  const size_t n = static_cast<size_t>(r.n);
+  const size_t me = static_cast<size_t>(r.me);
+  if (first + 1 >= n) return;
+  Transfers t(r.ctx, r.waits, r.op.deadline);
+  auto* b = t.buffer(buf, buf_bytes);
+  for (size_t s = first; s + 1 < n; ++s) {
+    const uint64_t sl = slot(kPayloadPrefix, r.tag, step0 + static_cast<uint32_t>(s));
+    const size_t out_idx = (me + n - s) % n;
+    const size_t in_idx = (me + 2 * n - s - 1) % n;
+    t.recv(b, r.left(), sl, offsets[in_idx] * r.es, counts[in_idx] * r.es);
+    t.send(b, r.right(), sl, offsets[out_idx] * r.es, counts[out_idx] * r.es);
+    t.wait();
+  }
+}
+
+void ring_all_reduce(const Run& r) {
+  const size_t bytes = r.a.count * r.es;
+  agree(r, r.neighbours());
+  if (r.a.send != r.a.recv) copy_bytes(r.a.recv, r.a.send, bytes);
+  const auto counts = even_chunks(r.a.count, r.n);
+  const auto offsets = core::prefix_offsets(counts);
+  reduce_scatter_around(r, bytes_of(r.a.recv), bytes, counts, offsets, 0);
+  if (r.a.op == ReduceOp::kAvg) {
+    core::finish_avg(bytes_of(r.a.recv) + offsets[static_cast<size_t>(r.me)] * r.es,
+                     counts[static_cast<size_t>(r.me)], r.a.dtype, r.n);
+  }
+  all_gather_around(r, bytes_of(r.a.recv), bytes, counts, offsets,
+                    static_cast<uint32_t>(r.n));
+}
+
+// Reduce-scatter around the ring, then every rank hands its chunk to the
+// root.
+void ring_reduce(const Run& r) {
+  const size_t bytes = r.a.count * r.es;
+  agree(r, merged(r.neighbours(), r.rooted()));
+  uint8_t* const acc = r.scratch.get(1, bytes);
+  copy_bytes(acc, r.a.send, bytes);
+  const auto counts = even_chunks(r.a.count, r.n);
+  const auto offsets = core::prefix_offsets(counts);
+  reduce_scatter_around(r, acc, bytes, counts, offsets, 0);
+  const size_t me = static_cast<size_t>(r.me);
+  Transfers t(r.ctx, r.waits, r.op.deadline);
+  const uint64_t sl = slot(kPayloadPrefix, r.tag, static_cast<uint32_t>(r.n));
+  if (r.me == r.a.root) {
+    auto* out = t.buffer(r.a.recv, bytes);
+    copy_bytes(bytes_of(r.a.recv) + offsets[me] * r.es,
+                acc + offsets[me] * r.es, counts[me] * r.es);
+    for (int p : r.everyone_else()) {
+      const auto i = static_cast<size_t>(p);
+      t.recv(out, p, sl, offsets[i] * r.es, counts[i] * r.es);
+    }
+    t.wait();
+    if (r.a.op == ReduceOp::kAvg) {
+      core::finish_avg(r.a.recv, r.a.count, r.a.dtype, r.n);
+    }
+  } else {
+    auto* in = t.buffer(acc, bytes);
+    t.send(in, r.a.root, sl, offsets[me] * r.es, counts[me] * r.es);
+    t.wait();
+  }
+}
+
+// The root scatters chunks, then a ring all-gather completes them.
+void ring_broadcast(const Run& r) {
+  const size_t bytes = r.a.count * r.es;
+  const bool root = r.me == r.a.root;
+  agree(r, merged(r.neighbours(), r.rooted()));
+  const auto counts = even_chunks(r.a.count, r.n);
+  const auto offsets = core::prefix_offsets(counts);
+  {
+    Transfers t(r.ctx, r.waits, r.op.deadline);
+    const uint64_t sl = slot(kPayloadPrefix, r.tag, 0);
+    auto* b = t.buffer(r.a.recv, bytes);
+    for (int p : r.rooted()) {
+      const auto i = static_cast<size_t>(root ? p : r.me);
+      if (root) {
+        t.send(b, p, sl, offsets[i] * r.es, counts[i] * r.es);
+      } else {
+        t.recv(b, p, sl, offsets[i] * r.es, counts[i] * r.es);
+      }
+    }
+    t.wait();
+  }
+  all_gather_around(r, bytes_of(r.a.recv), bytes, counts, offsets, 1);
+}
+
+// all_gather and all_gatherv: counts per rank (elements).
+void ring_all_gather(const Run& r, const std::vector<size_t>& counts) {
+  const auto offsets = core::prefix_offsets(counts);
+  const size_t total = total_of(counts);
+  const size_t me = static_cast<size_t>(r.me);
+  uint8_t* out = place_own_block(r, counts, offsets);
+  {
+    // The ring's first step (this rank's own block out, its left
+    // neighbour's in) goes with the frames.
+    const size_t from_left = static_cast<size_t>(r.left());
+    Transfers t(r.ctx, r.waits, r.op.deadline);
+    auto* b = t.buffer(out, total * r.es);
+    post_early(t, b, false, r.left(), r.tag, offsets[from_left] * r.es,
+               counts[from_left] * r.es);
+    post_early(t, b, true, r.right(), r.tag, offsets[me] * r.es, counts[me] * r.es);
+    agree(r, r.neighbours());
+    t.wait();
+  }
+  all_gather_around(r, out, total * r.es, counts, offsets, 0, 1);
+}
+
+// reduce_scatter and reduce_scatterv.
+void ring_reduce_scatter(const Run& r) {
+  const size_t n = static_cast<size_t>(r.n);
+  std::vector<size_t> counts = r.a.recv_counts;
+  if (r.a.kind == OpKind::kReduceScatter) counts.assign(n, r.a.count);
+  const auto offsets = core::prefix_offsets(counts);
+  const size_t total = total_of(counts);
+  agree(r, r.neighbours());
+  const size_t me = static_cast<size_t>(r.me);
+  uint8_t* const acc = r.scratch.get(1, total * r.es);
+  copy_bytes(acc, r.a.send, total * r.es);
+  reduce_scatter_around(r, acc, total * r.es, counts, offsets, 0);
+  move_bytes(r.a.recv, acc + offsets[me] * r.es, counts[me] * r.es);
+  if (r.a.op == ReduceOp::kAvg) {
+    core::finish_avg(r.a.recv, counts[me], r.a.dtype, r.n);
+  }
+}
+
+// A binomial tree from the root: ceil(log2 n) steps of the whole buffer,
+// each rank receiving once and then sending to its children (the root to
+// at most log2 n of them). Against the scatter and ring it takes fewer,
+// larger steps, which is what few ranks on few cores want.
+void tree_broadcast(const Run& r) {
+  const size_t bytes = r.a.count * r.es;
+  const bool root = r.me == r.a.root;
+  const int vr = (r.me - r.a.root + r.n) % r.n;  // rank relative to the root
+  auto real = [&](int v) { return (v + r.a.root) % r.n; };
+  int parent = -1;
+  std::vector<int> children;
+  int mask = 1;
+  while (mask < r.n) {
+    if (vr & mask) {
+      parent = real(vr - mask);
+      break;
+    }
+    mask <<= 1;
+  }
+  for (mask >>= 1; mask > 0; mask >>= 1) {
+    if (vr + mask < r.n) children.push_back(real(vr + mask));
+  }
+  std::vector<int> partners = children;
+  if (parent >= 0) partners.push_back(parent);
+  std::sort(partners.begin(), partners.end());
+  Transfers t(r.ctx, r.waits, r.op.deadline);
+  auto* b = t.buffer(r.a.recv, bytes);
+  if (root) {
+    for (int c : children) post_early(t, b, true, c, r.tag, 0, bytes);
+    agree(r, partners);
+  } else {
+    post_early(t, b, false, parent, r.tag, 0, bytes);
+    agree(r, partners);
+    t.wait();
+    for (int c : children) post_early(t, b, true, c, r.tag, 0, bytes);
+  }
+  t.wait();
+}
+
+// In round k every rank exchanges frames with the ranks 2^k ahead and
+// behind; after ceil(log2 n) rounds every rank has heard, through others,
+// from all, and has connected to 2 log2 n peers.
+void dissemination_barrier(const Run& r) {
   uint32_t round = 0;
   for (int d = 1; d < r.n; d *= 2, ++round) {
     const std::vector<int> partners =
@@ -658,6 +629,8 @@ void barrier(const Run& r) {
     exchange_frames(r.ctx, r.waits, r.op.deadline, r.tag, partners, out, in, round);
   }
 }
+
+}  // namespace
 
 uint8_t* Scratch::get(int part, size_t bytes) {
   const auto i = static_cast<size_t>(part);
@@ -669,42 +642,158 @@ uint8_t* Scratch::get(int part, size_t bytes) {
   return buf_[i].get();
 }
 
+namespace {
+
+// The automatic choice's thresholds (GANG_GLOO_ALGORITHM=auto). "bytes" is
+// what one rank sends to one peer (its whole input, or its largest block),
+// "n" the gang's size; the runs behind the values are in docs/benchmarks.md
+// (the gloo thresholds).
+//
+//   kDirectBytes        256 KiB  broadcast, all-gather and reduce exchange
+//                                whole buffers in one round while
+//                                bytes x (n-1) is at most this: one hop
+//                                instead of 2(n-1) dependent ones.
+//   kDirectRanks        8        a gang larger than this never has every
+//                                rank talk to every other (pairs connect on
+//                                first use, gloo_pairs.h; a ring or a
+//                                dissemination keeps each rank's connections
+//                                few), nor runs the tree broadcast.
+//   kDirectReduceBytes  1 MiB    all-reduce on 3 to kDirectRanks ranks: the
+//                                direct exchange while bytes x (n-1) is at
+//                                most this, the ring above.
+//   kTwoRankRingBytes   1 MiB    all-reduce on 2 ranks: the direct exchange
+//                                below this, the ring from it (both move
+//                                the same; the ring reduces half the buffer
+//                                on each rank, the direct exchange all of it,
+//                                in one step instead of two).
+constexpr size_t kDirectBytes = 256 * 1024;
+constexpr int kDirectRanks = 8;
+constexpr size_t kDirectReduceBytes = 1024 * 1024;
+constexpr size_t kTwoRankRingBytes = 1024 * 1024;
+
+// What the frames of a collective with one algorithm carry: the value the
+// frames had before any collective had a choice.
+constexpr Algorithm kOnlyOne = Algorithm::kRing;
+
+// What runs, by collective, under auto ("bytes" and "n" as above):
+//
+//   all-reduce     direct  n == 2 and bytes < kTwoRankRingBytes, or
+//                          3 <= n <= kDirectRanks and bytes x (n-1) <=
+//                          kDirectReduceBytes
+//                  ring    otherwise
+//   broadcast      direct  n == 2, or bytes x (n-1) <= kDirectBytes
+//                  tree    otherwise, n <= kDirectRanks
+//                  ring    otherwise (the root scatters, a ring all-gather)
+//   all-gather(v)  direct  n <= kDirectRanks, the largest block x (n-1) <=
+//                          kDirectBytes and all blocks <= 4 kDirectBytes
+//                  ring    otherwise
+//   reduce         direct  bytes x (n-1) <= kDirectBytes
+//                  ring    otherwise
+//   barrier        direct  n <= kDirectRanks
+//                  dissemination otherwise
+//   gather, scatter, all-to-all(v): direct; reduce-scatter(v): ring.
+//
+// GANG_GLOO_ALGORITHM=direct|ring|tree forces one of all-reduce's,
+// broadcast's and all-gather's where it applies (direct and tree on gangs
+// of up to kDirectRanks; else the ring); reduce and barrier go by the
+// table whatever it says.
+
+// Whether `candidate` (direct or tree) runs when `asked` is
+// GANG_GLOO_ALGORITHM: auto takes it when `by_size`.
+bool takes(Algorithm asked, Algorithm candidate, bool by_size, int n) {
+  if (asked == Algorithm::kAuto) return by_size;
+  return asked == candidate && n <= kDirectRanks;
+}
+
+Algorithm all_reduce_algorithm(Algorithm asked, int n, size_t bytes) {
+  const size_t peers = static_cast<size_t>(n - 1);
+  const bool small = n == 2 ? bytes < kTwoRankRingBytes
+                            : n <= kDirectRanks && bytes * peers <= kDirectReduceBytes;
+  return takes(asked, Algorithm::kDirect, small, n) ? Algorithm::kDirect : Algorithm::kRing;
+}
+
+// On 2 ranks the direct broadcast moves what the others would, in one step.
+Algorithm broadcast_algorithm(Algorithm asked, int n, size_t bytes) {
+  const size_t peers = static_cast<size_t>(n - 1);
+  if (takes(asked, Algorithm::kDirect, n == 2 || bytes * peers <= kDirectBytes, n)) {
+    return Algorithm::kDirect;
+  }
+  if (takes(asked, Algorithm::kTree, n <= kDirectRanks, n)) return Algorithm::kTree;
+  return Algorithm::kRing;
+}
+
+// From the counts, which every rank has, never from this rank's own block.
+Algorithm all_gather_algorithm(Algorithm asked, int n, const std::vector<size_t>& counts,
+                               size_t es) {
+  const size_t peers = static_cast<size_t>(n - 1);
+  const bool small = n <= kDirectRanks && largest_of(counts) * es * peers <= kDirectBytes &&
+                     total_of(counts) * es <= 4 * kDirectBytes;
+  return takes(asked, Algorithm::kDirect, small, n) ? Algorithm::kDirect : Algorithm::kRing;
+}
+
+Algorithm reduce_algorithm(int n, size_t bytes) {
+  return bytes * static_cast<size_t>(n - 1) <= kDirectBytes ? Algorithm::kDirect
+                                                            : Algorithm::kRing;
+}
+
+}  // namespace
+
 void run_collective(const std::shared_ptr<::gloo::Context>& ctx,
                     const std::shared_ptr<Waits>& waits, Scratch& scratch,
                     Algorithm algorithm, const core::Operation& op) {
-  const Run r(ctx, waits, scratch, algorithm, op);
-  const size_t n = static_cast<size_t>(r.n);
-  switch (r.a.kind) {
+  const CollectiveArgs& a = op.args;
+  const int n = ctx->size;
+  const size_t es = core::dtype_size(a.dtype);
+  const size_t bytes = a.count * es;
+  const auto run = [&](Algorithm chosen) { return Run(ctx, waits, scratch, op, chosen); };
+  switch (a.kind) {
     case OpKind::kAllReduce:
-      return all_reduce(r);
+      return all_reduce_algorithm(algorithm, n, bytes) == Algorithm::kDirect
+                 ? direct_all_reduce(run(Algorithm::kDirect))
+                 : ring_all_reduce(run(Algorithm::kRing));
     case OpKind::kReduce:
-      return reduce(r);
+      return reduce_algorithm(n, bytes) == Algorithm::kDirect
+                 ? direct_reduce(run(Algorithm::kDirect))
+                 : ring_reduce(run(Algorithm::kRing));
     case OpKind::kBroadcast:
-      return broadcast(r);
+      switch (broadcast_algorithm(algorithm, n, bytes)) {
+        case Algorithm::kDirect:
+          return direct_broadcast(run(Algorithm::kDirect));
+        case Algorithm::kTree:
+          return tree_broadcast(run(Algorithm::kTree));
+        default:
+          return ring_broadcast(run(Algorithm::kRing));
+      }
     case OpKind::kAllGather:
-      return all_gather(r, std::vector<size_t>(n, r.a.count));
-    case OpKind::kAllGatherV:
-      return all_gather(r, r.a.recv_counts);
+    case OpKind::kAllGatherV: {
+      std::vector<size_t> even;
+      if (a.kind == OpKind::kAllGather) even.assign(static_cast<size_t>(n), a.count);
+      const std::vector<size_t>& counts = a.kind == OpKind::kAllGather ? even : a.recv_counts;
+      return all_gather_algorithm(algorithm, n, counts, es) == Algorithm::kDirect
+                 ? direct_all_gather(run(Algorithm::kDirect), counts)
+                 : ring_all_gather(run(Algorithm::kRing), counts);
+    }
     case OpKind::kGather:
-      return gather(r);
+      return direct_gather(run(kOnlyOne));
     case OpKind::kScatter:
-      return scatter(r);
+      return direct_scatter(run(kOnlyOne));
     case OpKind::kReduceScatter:
     case OpKind::kReduceScatterV:
-      return reduce_scatter(r);
-    case OpKind::kAllToAll:
-      return all_to_all(r, std::vector<size_t>(n, r.a.count),
-                        std::vector<size_t>(n, r.a.count));
+      return ring_reduce_scatter(run(kOnlyOne));
+    case OpKind::kAllToAll: {
+      const std::vector<size_t> same(static_cast<size_t>(n), a.count);
+      return direct_all_to_all(run(kOnlyOne), same, same);
+    }
     case OpKind::kAllToAllV:
-      return all_to_all(r, r.a.send_counts, r.a.recv_counts);
+      return direct_all_to_all(run(kOnlyOne), a.send_counts, a.recv_counts);
     case OpKind::kBarrier:
-      return barrier(r);
+      return n <= kDirectRanks ? direct_barrier(run(kOnlyOne))
+                               : dissemination_barrier(run(kOnlyOne));
     case OpKind::kSend:
     case OpKind::kRecv:
       break;
   }
-  fail(Status::kInternal, core::op_api_name(r.a.kind),
-       " reached the collective path");
+  fail(Status::kInternal, core::op_api_name(a.kind), " reached the collective path");
 }
 
 Algorithm algorithm_from_env() {
