@@ -1,4 +1,6 @@
-// Each gang operation expressed with Gloo's algorithms and unbound buffers.
+// The gloo backend's collectives: gang implements its own algorithms
+// (gloo_algorithms.h) over Gloo's pairs and unbound buffers, and
+// run_collective (gloo_dispatch.cc) picks one for each operation.
 #pragma once
 
 #include <gloo/context.h>
@@ -32,7 +34,7 @@ class Scratch {
 };
 
 // Which algorithm the collectives that have a choice take: kAuto picks by
-// size and rank count (the thresholds in gloo_collectives.cc); the others
+// size and rank count (the thresholds in gloo_dispatch.cc); the others
 // force one wherever it applies, so that gang-bench can time each and the
 // thresholds can be checked. From GANG_GLOO_ALGORITHM (auto, direct, ring,
 // tree), which must be the same on every rank.
@@ -47,8 +49,8 @@ enum class Algorithm : uint8_t { kAuto, kDirect, kRing, kTree };
 // GANG_GLOO_ALGORITHM's value; throws kInvalidArgument naming it.
 Algorithm algorithm_from_env();
 
-// Runs one collective (not send/recv), framed (see gloo_frames.h); every
-// wait ends by the operation's deadline.
+// Runs one collective (not send/recv) with the algorithm chosen for it,
+// framed (see gloo_frames.h); every wait ends by the operation's deadline.
 void run_collective(const std::shared_ptr<::gloo::Context>& ctx,
                     const std::shared_ptr<Waits>& waits, Scratch& scratch,
                     Algorithm algorithm, const core::Operation& op);
