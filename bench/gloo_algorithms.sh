@@ -4,7 +4,7 @@
 # automatic choice, one collective at a time, 2, 3 and 4 local ranks, the
 # algorithms taking turns size by size range. Prints the median time of
 # each (the slowest rank's, µs), which algorithm is fastest at each size,
-# and auto/best: what the thresholds in src/backends/gloo/gloo_collectives.cc
+# and auto/best: what the thresholds in src/backends/gloo/gloo_dispatch.cc
 # cost against the best choice on this machine (1.00 where they pick it).
 #
 #   bench/gloo_algorithms.sh [BUILD_DIR]   (COLLS="all_reduce broadcast

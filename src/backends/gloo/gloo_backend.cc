@@ -7,6 +7,8 @@
 
 #include "backends/gloo/gloo_collectives.h"
 #include "backends/gloo/gloo_device.h"
+#include "backends/gloo/gloo_errors.h"
+#include "backends/gloo/gloo_p2p.h"
 #include "backends/gloo/gloo_pairs.h"
 #include "base/big_endian.h"
 #include "base/env.h"

@@ -40,7 +40,7 @@ inline uint64_t slot(uint8_t prefix, uint32_t tag, uint32_t step) {
 struct Frame {
   uint32_t magic;
   uint8_t channel;
-  uint8_t algorithm;  // the algorithm the sender chose (gloo_collectives.cc)
+  uint8_t algorithm;  // the algorithm the sender runs (gloo_dispatch.cc)
   uint16_t inline_len;
   core::OpSignature sig;  // what every rank must pass alike
   uint64_t to_you;        // payload bytes the sender sends the receiver

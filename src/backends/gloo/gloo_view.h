@@ -14,7 +14,7 @@
 // or aborts closes all of it, as every gang did before sharing.
 //
 // A slot is 64 bits: the top byte says the kind of traffic
-// (gloo_collectives.cc), the next 16 bits the gang's space, the low 40 bits
+// (gloo_run.h), the next 16 bits the gang's space, the low 40 bits
 // the rest. A root gang's space is 0; a gang split from it takes the next
 // number from a counter in the store the root met in, so no two gangs of a
 // mesh share one. A mesh whose spaces ran out gives a new gang connections
