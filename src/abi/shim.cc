@@ -46,22 +46,27 @@ gang_status_t handle_exception() noexcept {
   });
 }
 
-core::DType to_dtype(gang_dtype_t dtype, const char* api) {
-  core::DType out;
-  if (!interop::from_public(dtype, &out)) {
-    fail(Status::kInvalidArgument, api, ": dtype ", static_cast<long long>(dtype),
-         " is not a gang_dtype_t");
+namespace {
+
+// A public enum value as the core's, or kInvalidArgument naming it.
+template <typename Core, typename Pub>
+Core from_public_or_fail(Pub value, const char* api, const char* what, const char* type) {
+  Core out;
+  if (!interop::from_public(value, &out)) {
+    fail(Status::kInvalidArgument, api, ": ", what, " ", static_cast<long long>(value),
+         " is not a ", type);
   }
   return out;
 }
 
+}  // namespace
+
+core::DType to_dtype(gang_dtype_t dtype, const char* api) {
+  return from_public_or_fail<core::DType>(dtype, api, "dtype", "gang_dtype_t");
+}
+
 core::ReduceOp to_op(gang_op_t op, const char* api) {
-  core::ReduceOp out;
-  if (!interop::from_public(op, &out)) {
-    fail(Status::kInvalidArgument, api, ": op ", static_cast<long long>(op),
-         " is not a gang_op_t");
-  }
-  return out;
+  return from_public_or_fail<core::ReduceOp>(op, api, "op", "gang_op_t");
 }
 
 gang_work_t* wrap_work(std::shared_ptr<core::Work> work) {
