@@ -36,6 +36,7 @@ namespace gang::core {
 
 class ControlChannel;
 class Executor;
+class FailureState;
 class FlightRecorder;
 struct Task;
 struct Watched;
@@ -238,27 +239,14 @@ class Gang : public std::enable_shared_from_this<Gang> {
   void check_p2p_bytes(OpKind kind, int peer, int tag);
   // Throws kInvalidArgument naming `api` if this thread has a group open.
   void refuse_in_group(const char* api);
-  // Records the first error (later ones are ignored) and aborts the backend.
-  // A failure of this rank's own (not a peer's notice) is posted on the
-  // control channel's notice board.
-  void mark_failed(Status status, const std::string& message,
-                   bool from_peer = false);
+  // What failing does to the gang (FailureHooks::abort): makes its work end
+  // and dumps the flight recorder.
+  void end_work(const std::string& message);
   // Watching (gang_watch.cc): a gang with a notice board is watched by the
   // process's notice watcher (notice_watcher.h) for its backend's own errors
   // and its peers' notices, from start_watch until stop_watch.
   void start_watch();
   void stop_watch();
-  // Naming the cause (gang_cause.cc): a failing rank records its failure in
-  // the gang's store before closing its transport; a rank reporting a
-  // failure names the first one recorded ("" when that is its own, or
-  // `mine` already says it, or there is none to read).
-  bool records_failures() const;
-  void record_failure(const std::string& message) noexcept;
-  std::string first_failure(const std::string& mine) noexcept;
-  // After a timeout: the ranks that recorded no failure of their own once
-  // the others' records stopped coming ("" when all did, or none can tell).
-  std::string silent_ranks() noexcept;
-  [[noreturn]] void throw_failed(const char* api);
   // Fencing (membership.cc). After the survivors of a failed gang shrank,
   // they post the new membership on the gang's store (post_fence); a rank
   // left out learns it there on its next failed call on this gang
@@ -365,11 +353,9 @@ class Gang : public std::enable_shared_from_this<Gang> {
   // Threads blocked in a call on this gang (Blocking).
   std::atomic<int> blocked_{0};
 
-  // Failure: the first error, kept for the messages of later calls.
-  std::atomic<int> failed_{0};
-  mutable std::mutex fail_mu_;
-  std::string failure_;
-  bool excluded_ = false;  // note_fence found this rank left out
+  // Failure: the first error, kept for the messages of later calls, and
+  // who failed first (made with the control channel, before the executor).
+  std::unique_ptr<FailureState> failure_;
   std::once_flag shutdown_once_;
 
   // This gang's number with the notice watcher (0: not watched).

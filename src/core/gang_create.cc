@@ -8,6 +8,7 @@
 #include "core/forget.h"
 #include "core/liveness.h"
 #include "core/executor.h"
+#include "core/failure.h"
 #include "core/flight_recorder.h"
 #include "core/watchdog.h"
 #include "core/gang.h"
@@ -278,9 +279,21 @@ std::shared_ptr<Gang> Gang::make(Setup s) {
                     ? std::make_unique<ControlChannel>(g->backend_.get())
                     : own_control(s);
   g->backend_info_ = std::move(s.backend);
-  Gang* raw = g.get();
-  g->executor_ = std::make_unique<Executor>([raw](Task& t) { raw->post_task(t); });
   const bool noticed = g->control_->owns_backend() && s.store && s.size > 1;
+  // The gang's own members call these, never after it is gone: raw `this`
+  // is safe in them, as in the executor's.
+  Gang* raw = g.get();
+  FailureHooks hooks;
+  hooks.post_notice = [raw](const std::string& m) { raw->control_->post_failure(m); };
+  hooks.abort = [raw](const std::string& m) { raw->end_work(m); };
+  hooks.note_fence = [raw] { raw->note_fence(); };
+  // A gang with a notice board names the first failure there; the others
+  // record failures in the store.
+  g->failure_ = std::make_unique<FailureState>(
+      s.name, s.rank, s.debug,
+      Attribution(noticed ? nullptr : s.store, s.store_prefix, s.rank, s.size),
+      std::move(hooks));
+  g->executor_ = std::make_unique<Executor>([raw](Task& t) { raw->post_task(t); });
   if (noticed) {
     // Before the barrier: setting the board up asks the store once, which
     // every rank still needs until then.

@@ -43,6 +43,7 @@
 #include "core/briefly.h"
 #include "core/control_channel.h"
 #include "core/env.h"
+#include "core/failure.h"
 #include "core/fault_point.h"
 #include "core/forget.h"
 #include "core/liveness.h"
@@ -303,10 +304,7 @@ std::vector<int> Gang::agree_survivors(uint64_t id, Millis timeout, int* rounds)
 std::shared_ptr<Gang> Gang::shrink(Millis timeout) {
   refuse_in_group(kApi);
   note_fence();
-  {
-    std::lock_guard<std::mutex> lock(fail_mu_);
-    if (excluded_) fail(Status::kAborted, kApi, ": ", failure_);
-  }
+  if (std::string why; failure_->excluded(&why)) fail(Status::kAborted, kApi, ": ", why);
   if (timeout <= Millis(0)) timeout = this->timeout();
   const Clock::time_point start = Clock::now();
   const Clock::time_point deadline = deadline_after(timeout);
@@ -389,10 +387,7 @@ void Gang::post_fence(const std::vector<int>& members,
 
 void Gang::note_fence() {
   if (!store_) return;
-  {
-    std::lock_guard<std::mutex> lock(fail_mu_);
-    if (excluded_) return;
-  }
+  if (failure_->excluded()) return;
   // The store is asked briefly: when it is gone too, or slow, the failure
   // stands as it is.
   const std::string text = briefly(
@@ -406,14 +401,7 @@ void Gang::note_fence() {
   if (space == std::string::npos) return;
   const std::vector<int> members = parse_members(text.substr(0, space));
   if (std::find(members.begin(), members.end(), rank_) != members.end()) return;
-  const std::string why = excluded_text(members, text.substr(space + 1));
-  // Aborts the backend if nothing had failed it yet, so calls blocked in it
-  // end now; then every call says why.
-  mark_failed(Status::kAborted, why);
-  std::lock_guard<std::mutex> lock(fail_mu_);
-  excluded_ = true;
-  failure_ = why;
-  failed_.store(static_cast<int>(Status::kAborted));
+  failure_->exclude(excluded_text(members, text.substr(space + 1)));
 }
 
 void Gang::check_fence(store::Store& s) {
@@ -532,7 +520,7 @@ std::string Gang::admit(store::Store& s, const std::string& jp, int64_t t,
 std::shared_ptr<Gang> Gang::grow(Millis timeout) {
   static const char* const api = "gang_grow";
   refuse_in_group(api);
-  if (failed_.load() != 0) throw_failed(api);
+  if (failure_->failed()) failure_->throw_failed(api);
   if (!store_) {
     fail(Status::kUnsupported, api, ": gang \"", name_,
          "\" was made without a store (a fake gang or one rank)");

@@ -7,6 +7,7 @@
 #include "base/secret.h"
 #include "core/control_channel.h"
 #include "core/executor.h"
+#include "core/failure.h"
 #include "core/gang.h"
 #include "core/log.h"
 #include "store/store.h"
@@ -110,7 +111,7 @@ std::shared_ptr<Gang> Gang::create_subgang(const std::vector<int>& ranks) {
     if (r == rank_) index = static_cast<int>(i);
   }
   refuse_in_group("gang_create_subgang");
-  if (failed_.load() != 0) throw_failed("gang_create_subgang");
+  if (failure_->failed()) failure_->throw_failed("gang_create_subgang");
 
   if (caps_->emulates_peers) {
     // No traffic: every rank knows the list, so membership is local.
