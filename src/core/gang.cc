@@ -285,6 +285,27 @@ void Gang::control(const char* api,
   }
 }
 
+// ---- membership -------------------------------------------------------------
+
+std::shared_ptr<Gang> Gang::shrink(Millis timeout) {
+  refuse_in_group("gang_shrink");
+  return membership_->shrink(timeout);
+}
+
+std::shared_ptr<Gang> Gang::grow(Millis timeout) {
+  refuse_in_group("gang_grow");
+  std::shared_ptr<Gang> grown = membership_->grow(timeout);
+  if (grown) {
+    grown->stream_.store(stream_.load());
+    grown->stream_completion_.store(stream_completion_.load());
+  }
+  return grown;
+}
+
+std::shared_ptr<Gang> Gang::join(const GangOptions& options) {
+  return Membership::join(options);
+}
+
 // ---- failure and teardown ---------------------------------------------------
 
 std::string Gang::report_failure(const char* api, uint64_t id, Status* status,
@@ -369,7 +390,7 @@ void Gang::shutdown() {
     if (published_ && !failure_->failed()) {
       std::vector<std::string> keys = {str_cat(store_prefix_, "who/", rank_)};
       if (rank_ == 0) {
-        for (std::string& k : meet_keys()) keys.push_back(std::move(k));
+        for (std::string& k : membership_->meet_keys()) keys.push_back(std::move(k));
       }
       // Here, on the destroying thread, while the store is surely alive:
       // queued for later, the removal would hold on to a store its owner
