@@ -5,6 +5,7 @@
 
 #include "core/control_channel.h"
 #include "core/executor.h"
+#include "core/failure.h"
 #include "core/flight_recorder.h"
 #include "store/store.h"
 #include "core/log.h"
@@ -34,15 +35,15 @@ void Gang::set_stream(void* stream) {
 }
 
 Status Gang::async_error() {
-  if (failed_.load() == 0) {
+  if (!failure_->failed()) {
     std::string message;
     const Status s = backend_->poll_error(&message);
     if (s != Status::kOk) {
-      mark_failed(s, str_cat("gang \"", name_, "\" rank ", rank_, ": the ",
+      failure_->mark(s, str_cat("gang \"", name_, "\" rank ", rank_, ": the ",
                              backend_name(), " backend reported: ", message));
     }
   }
-  return static_cast<Status>(failed_.load());
+  return failure_->status();
 }
 
 // ---- issuing ----------------------------------------------------------------
@@ -148,18 +149,11 @@ void Gang::refuse_in_group(const char* api) {
   }
 }
 
-void Gang::throw_failed(const char* api) {
-  note_fence();
-  std::lock_guard<std::mutex> lock(fail_mu_);
-  fail(Status::kAborted, api, ": gang \"", name_,
-       "\" failed earlier: ", failure_);
-}
-
 std::shared_ptr<Work> Gang::submit(std::vector<CollectiveArgs> ops,
                                    bool async) {
   const char* api =
       ops.size() == 1 ? op_api_name(ops[0].kind) : "gang_group_end";
-  if (failed_.load() != 0) throw_failed(api);
+  if (failure_->failed()) failure_->throw_failed(api);
 
   const Clock::time_point deadline = deadline_after(timeout());
   void* const stream = stream_.load();
@@ -229,11 +223,8 @@ std::shared_ptr<Work> Gang::submit(std::vector<CollectiveArgs> ops,
 }
 
 void Gang::post_task(Task& task) {
-  if (failed_.load() != 0) {
-    std::lock_guard<std::mutex> lock(fail_mu_);
-    task.work->complete(Status::kAborted,
-                        str_cat(task.work->api(), ": gang \"", name_,
-                                "\" failed earlier: ", failure_));
+  if (failure_->failed()) {
+    task.work->complete(Status::kAborted, failure_->earlier(task.work->api()));
     return;
   }
   try {
@@ -270,7 +261,7 @@ void Gang::post_task(Task& task) {
 void Gang::control(const char* api,
                    const std::function<void(Clock::time_point)>& f) {
   refuse_in_group(api);
-  if (failed_.load() != 0) throw_failed(api);
+  if (failure_->failed()) failure_->throw_failed(api);
   uint64_t id;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -294,85 +285,57 @@ void Gang::control(const char* api,
   }
 }
 
+// ---- membership -------------------------------------------------------------
+
+std::shared_ptr<Gang> Gang::shrink(Millis timeout) {
+  refuse_in_group("gang_shrink");
+  return membership_->shrink(timeout);
+}
+
+std::shared_ptr<Gang> Gang::grow(Millis timeout) {
+  refuse_in_group("gang_grow");
+  std::shared_ptr<Gang> grown = membership_->grow(timeout);
+  if (grown) {
+    grown->stream_.store(stream_.load());
+    grown->stream_completion_.store(stream_completion_.load());
+  }
+  return grown;
+}
+
+std::shared_ptr<Gang> Gang::join(const GangOptions& options) {
+  return Membership::join(options);
+}
+
 // ---- failure and teardown ---------------------------------------------------
 
 std::string Gang::report_failure(const char* api, uint64_t id, Status* status,
                                  const std::string& what) {
-  std::string message = str_cat(api, " (operation ", id, ") on gang \"", name_,
-                                "\" rank ", rank_, ": ", what);
-  if (*status == Status::kTimeout && !debug_) {
-    message += "; GANG_DEBUG=detail compares every collective's arguments "
-               "across ranks before it runs and would name a mismatch behind "
-               "this wait";
-  }
-  // A failure recorded meanwhile (an abort from another thread, an overdue
-  // wait) is why the backend gave up: report that first error.
-  const bool first = failed_.load() == 0;
-  if (!first) {
-    std::lock_guard<std::mutex> lock(fail_mu_);
-    *status = static_cast<Status>(failed_.load());
-    message =
-        str_cat(api, " (operation ", id, ") on gang \"", name_, "\": ", failure_);
-  }
+  const std::string op =
+      str_cat(api, " (operation ", id, ") on gang \"", name_, "\"");
   // Recorded before the gang fails, so the dump shows how this one ended.
-  if (recorder_) recorder_->ended(id, *status);
-  mark_failed(*status, message);
-  // What this rank saw may be second-hand: name the first failure.
-  const std::string cause = !first ? std::string()
-                            : *status == Status::kTimeout ? silent_ranks()
-                                                          : first_failure(message);
-  if (!cause.empty()) {
-    // Later calls quote the first error: the cause with it.
-    std::lock_guard<std::mutex> lock(fail_mu_);
-    if (failure_ == message) failure_ += cause;
-    message += cause;
-  }
-  // Failing because the others went on without this rank says so.
-  note_fence();
-  std::lock_guard<std::mutex> lock(fail_mu_);
-  if (excluded_) {
-    *status = static_cast<Status>(failed_.load());
-    message =
-        str_cat(api, " (operation ", id, ") on gang \"", name_, "\": ", failure_);
-  }
-  return message;
+  return failure_->report(op, status, what, [&](Status ended) {
+    if (recorder_) recorder_->ended(id, ended);
+  });
 }
 
 std::string Gang::overdue(const std::string& why) {
-  const std::string message = str_cat(why, " on gang \"", name_, "\" rank ",
-                                      rank_);
-  mark_failed(Status::kTimeout, message);
-  return message;
+  return failure_->overdue(why);
 }
 
-void Gang::mark_failed(Status status, const std::string& message,
-                       bool from_peer) {
-  int expected = 0;
-  {
-    std::lock_guard<std::mutex> lock(fail_mu_);
-    if (failed_.compare_exchange_strong(expected, static_cast<int>(status))) {
-      failure_ = message;
-    }
-  }
-  if (expected == 0) {
-    if (!from_peer && control_) control_->post_failure(message);
-    // Before the transport closes: a peer that sees it close finds why.
-    if (!from_peer) record_failure(message);
-    GANG_LOG(kWarn, "gang \"", name_, "\" rank ", rank_, " failed: ", message);
-    // Closing the transport both unblocks this rank and tells the peers.
-    backend_->abort();
-    if (control_) control_->abort();
-    if (recorder_) {
-      const std::string not_written = recorder_->dump(str_cat("failed: ", message));
-      GANG_LOG(kWarn, "gang \"", name_, "\" rank ", rank_, ": ",
-               not_written.empty() ? "recent operations written to " + recorder_->path()
-                                   : "flight recorder " + not_written);
-    }
+void Gang::end_work(const std::string& message) {
+  // Closing the transport both unblocks this rank and tells the peers.
+  backend_->abort();
+  control_->abort();
+  if (recorder_) {
+    const std::string not_written = recorder_->dump(str_cat("failed: ", message));
+    GANG_LOG(kWarn, "gang \"", name_, "\" rank ", rank_, ": ",
+             not_written.empty() ? "recent operations written to " + recorder_->path()
+                                 : "flight recorder " + not_written);
   }
 }
 
 void Gang::abort() {
-  mark_failed(Status::kAborted, str_cat("gang_abort was called on gang \"",
+  failure_->mark(Status::kAborted, str_cat("gang_abort was called on gang \"",
                                         name_, "\" rank ", rank_));
 }
 
@@ -382,7 +345,7 @@ void Gang::shutdown() {
     // A call another thread is blocked in would hold the teardown until its
     // timeout: end it now (gang_destroy's contract: "aborts the rest").
     if (blocked_.load() > 0) {
-      mark_failed(Status::kAborted,
+      failure_->mark(Status::kAborted,
                   str_cat("gang \"", name_, "\" was destroyed while another "
                           "thread was blocked in a call on it"));
     }
@@ -405,7 +368,7 @@ void Gang::shutdown() {
       }
     }
     if (!idle) {
-      mark_failed(Status::kAborted,
+      failure_->mark(Status::kAborted,
                   str_cat("gang \"", name_,
                           "\" was destroyed with operations in flight"));
     }
@@ -413,7 +376,7 @@ void Gang::shutdown() {
     // aborted; wait for it so that it never runs on a freed gang.
     executor_->stop(Work::kGrace);
     stop_watch();
-    if (failed_.load() == 0) {
+    if (!failure_->failed()) {
       try {
         backend_->finalize();
       } catch (...) {
@@ -424,10 +387,10 @@ void Gang::shutdown() {
     // once it left a gang that ended well (a failed gang's records are its
     // survivors' to forget, as they shrink; and a process ending on a
     // failure, Ctrl-C, starts no thread on its way out).
-    if (published_ && failed_.load() == 0) {
+    if (published_ && !failure_->failed()) {
       std::vector<std::string> keys = {str_cat(store_prefix_, "who/", rank_)};
       if (rank_ == 0) {
-        for (std::string& k : meet_keys()) keys.push_back(std::move(k));
+        for (std::string& k : membership_->meet_keys()) keys.push_back(std::move(k));
       }
       // Here, on the destroying thread, while the store is surely alive:
       // queued for later, the removal would hold on to a store its owner

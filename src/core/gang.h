@@ -24,6 +24,7 @@
 #include "base/error.h"
 #include "core/backend.h"
 #include "core/collective.h"
+#include "core/membership.h"
 #include "core/registry.h"
 #include "core/work.h"
 #include "topology/layout.h"
@@ -36,10 +37,10 @@ namespace gang::core {
 
 class ControlChannel;
 class Executor;
+class FailureState;
 class FlightRecorder;
 struct Task;
 struct Watched;
-struct Who;
 
 // What gang_create asks for, as the C shim copied it from gang_options_t.
 struct GangOptions {
@@ -64,6 +65,8 @@ struct GangOptions {
   // with CreationLost (rendezvous.h), within the detection interval rather
   // than at the timeout.
   std::function<bool(int r, std::string* why)> lost;
+  // What the new gang takes on once it met (gang_grow, gang_join).
+  Lineage lineage;
 };
 
 // Memory handed to the C caller, released with free() (gang_free).
@@ -125,7 +128,7 @@ class Gang : public std::enable_shared_from_this<Gang> {
   // Collective over this gang; null for ranks outside the new gang.
   std::shared_ptr<Gang> split(int color, int key);
   std::shared_ptr<Gang> create_subgang(const std::vector<int>& ranks);
-  // gang_shrink (membership.cc): collective over the survivors of this
+  // gang_shrink (Membership): collective over the survivors of this
   // (failed) gang; the new gang of the survivors, in rank order.
   std::shared_ptr<Gang> shrink(Millis timeout);
   // gang_grow: collective over the members; the gang of the members and
@@ -211,6 +214,8 @@ class Gang : public std::enable_shared_from_this<Gang> {
     // The backend the gang's creator asked for ("auto", "gloo", ...): what
     // a grown gang asks for again, and what a joiner must ask for too.
     std::string asked = "auto";
+    // What the gang takes on once it met.
+    Lineage lineage;
   };
 
   Gang() = default;
@@ -238,61 +243,27 @@ class Gang : public std::enable_shared_from_this<Gang> {
   void check_p2p_bytes(OpKind kind, int peer, int tag);
   // Throws kInvalidArgument naming `api` if this thread has a group open.
   void refuse_in_group(const char* api);
-  // Records the first error (later ones are ignored) and aborts the backend.
-  // A failure of this rank's own (not a peer's notice) is posted on the
-  // control channel's notice board.
-  void mark_failed(Status status, const std::string& message,
-                   bool from_peer = false);
+  // What failing does to the gang (FailureHooks::abort): makes its work end
+  // and dumps the flight recorder.
+  void end_work(const std::string& message);
   // Watching (gang_watch.cc): a gang with a notice board is watched by the
   // process's notice watcher (notice_watcher.h) for its backend's own errors
   // and its peers' notices, from start_watch until stop_watch.
   void start_watch();
   void stop_watch();
-  // Naming the cause (gang_cause.cc): a failing rank records its failure in
-  // the gang's store before closing its transport; a rank reporting a
-  // failure names the first one recorded ("" when that is its own, or
-  // `mine` already says it, or there is none to read).
-  bool records_failures() const;
-  void record_failure(const std::string& message) noexcept;
-  std::string first_failure(const std::string& mine) noexcept;
-  // After a timeout: the ranks that recorded no failure of their own once
-  // the others' records stopped coming ("" when all did, or none can tell).
-  std::string silent_ranks() noexcept;
-  [[noreturn]] void throw_failed(const char* api);
-  // Fencing (membership.cc). After the survivors of a failed gang shrank,
-  // they post the new membership on the gang's store (post_fence); a rank
-  // left out learns it there on its next failed call on this gang
-  // (note_fence), and from then on every call of it fails saying it was
-  // excluded.
-  void post_fence(const std::vector<int>& members, const std::string& new_name);
-  void note_fence();
-  // The message of a rank left out of `members`, which went on as new_name.
-  std::string excluded_text(const std::vector<int>& members,
-                            const std::string& new_name) const;
   // The setup of a gang of `members` (ranks of this gang, this rank among
   // them), named <name>/<label>, meeting under <store prefix>/<store_label>/.
   // color and key are passed to the backend for a native split.
   Setup child_setup(const std::vector<int>& members, const std::string& label,
                     const std::string& store_label, int color, int key);
   std::shared_ptr<Gang> make_child(Setup setup);
-  // The survivors' agreement of gang_shrink number `id` (membership.cc):
-  // the ranks of this gang that take part, the same on every one of them.
-  // *rounds: how many rounds the agreement took (their keys, to forget).
-  std::vector<int> agree_survivors(uint64_t id, Millis timeout, int* rounds);
-  // Fails kAborted, saying so, when the survivors' fence leaves this rank
-  // out.
-  void check_fence(store::Store& s);
-  // Rank 0 of the new gang: forgets shrink `id`'s rounds and this gang's
-  // records of its ranks (forget.h).
-  void forget_shrink(uint64_t id, int rounds, const std::vector<int>& members);
-  // The keys of gang "<name>"'s rendezvous that are nobody's once it met
-  // (a gang of a membership change: nobody creates its name again).
-  std::vector<std::string> meet_keys() const;
-  // Rank 0 of a grow: "" when the joiner with ticket t may come in, else
-  // why not ("skipped: ..." or "refused: ..."). `wants`: "<backend>/<device>".
-  // *who gets the joiner's liveness record, as it said it.
-  std::string admit(store::Store& s, const std::string& jp, int64_t t,
-                    const std::string& wants, Who* who);
+  // What Membership needs of this gang (gang_create.cc).
+  MemberGang member_gang();
+  // The gang of the survivors of a shrink (MemberGang::survivors).
+  std::shared_ptr<Gang> survivors_gang(const std::vector<int>& members,
+                                       const std::string& label,
+                                       const std::string& name, Millis window,
+                                       Lineage lineage);
   // gang_split on a backend that may split natively: every rank takes part
   // (members empty and color -1 for a rank that stays out). *native false:
   // the backend has none after all, nothing happened, and null is returned;
@@ -328,17 +299,8 @@ class Gang : public std::enable_shared_from_this<Gang> {
   bool published_ = false;    // its who/<rank> record is in the store
   std::string secret_;        // BackendConfig::secret; splits derive theirs
   uint64_t splits_ = 0;       // sub-gangs made so far; the same on every rank
-  uint64_t shrinks_ = 0;      // gang_shrink calls so far, as splits_
-  // Membership changes behind this gang: 0 for a gang made by creation or
-  // split, n for "<base>/shrink<n>" and "<base>/grow<n>" (membership.cc).
-  uint64_t lineage_ = 0;
-  // Where a gang made by gang_create (and so by gang_grow and gang_join)
-  // met: "gang/<name>/", whose counters (generations, open, joined) a gang
-  // of a membership change's name no longer needs once it met.
-  std::string meet_base_;
-  // The store prefix of the gang whose shrink's fence (for the ranks left
-  // out) is still kept in this lineage; the next shrink forgets it.
-  std::string fence_kept_;
+  // Shrinking, growing and the fence (made with the failure state).
+  std::unique_ptr<Membership> membership_;
 
   // Issuing.
   std::unique_ptr<Executor> executor_;
@@ -365,11 +327,9 @@ class Gang : public std::enable_shared_from_this<Gang> {
   // Threads blocked in a call on this gang (Blocking).
   std::atomic<int> blocked_{0};
 
-  // Failure: the first error, kept for the messages of later calls.
-  std::atomic<int> failed_{0};
-  mutable std::mutex fail_mu_;
-  std::string failure_;
-  bool excluded_ = false;  // note_fence found this rank left out
+  // Failure: the first error, kept for the messages of later calls, and
+  // who failed first (made with the control channel, before the executor).
+  std::unique_ptr<FailureState> failure_;
   std::once_flag shutdown_once_;
 
   // This gang's number with the notice watcher (0: not watched).

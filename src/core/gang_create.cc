@@ -8,6 +8,7 @@
 #include "core/forget.h"
 #include "core/liveness.h"
 #include "core/executor.h"
+#include "core/failure.h"
 #include "core/flight_recorder.h"
 #include "core/watchdog.h"
 #include "core/gang.h"
@@ -140,6 +141,7 @@ std::shared_ptr<Gang> Gang::create(const GangOptions& o) {
                      r.size == 1 ? std::vector<int>{0} : std::vector<int>{});
   s.debug = r.debug;
   s.asked = o.backend.empty() ? "auto" : o.backend;
+  s.lineage = o.lineage;
 
   BackendConfig& cfg = s.config;
   cfg.rank = r.rank;
@@ -177,9 +179,9 @@ std::shared_ptr<Gang> Gang::create(const GangOptions& o) {
   cfg.host_of = std::move(gen.host_of);
   s.store = store;
   cfg.store = store::with_prefix(store, s.store_prefix + "backend/", r.timeout);
+  s.lineage.meet_base = str_cat("gang/", meet, "/");
   const std::string prefix = s.store_prefix;
   auto g = make(std::move(s));
-  g->meet_base_ = str_cat("gang/", meet, "/");
   if (r.rank == 0) {
     // Past the creation's barrier every rank has read the rendezvous (and
     // the secret, which is better gone from the store).
@@ -278,9 +280,22 @@ std::shared_ptr<Gang> Gang::make(Setup s) {
                     ? std::make_unique<ControlChannel>(g->backend_.get(), g->size_)
                     : own_control(s);
   g->backend_info_ = std::move(s.backend);
-  Gang* raw = g.get();
-  g->executor_ = std::make_unique<Executor>([raw](Task& t) { raw->post_task(t); });
   const bool noticed = g->control_->owns_backend() && s.store && s.size > 1;
+  // The gang's own members call these, never after it is gone: raw `this`
+  // is safe in them, as in the executor's.
+  Gang* raw = g.get();
+  FailureHooks hooks;
+  hooks.post_notice = [raw](const std::string& m) { raw->control_->post_failure(m); };
+  hooks.abort = [raw](const std::string& m) { raw->end_work(m); };
+  hooks.note_fence = [raw] { raw->membership_->note_fence(); };
+  // A gang with a notice board names the first failure there; the others
+  // record failures in the store.
+  g->failure_ = std::make_unique<FailureState>(
+      s.name, s.rank, s.debug,
+      Attribution(noticed ? nullptr : s.store, s.store_prefix, s.rank, s.size),
+      std::move(hooks));
+  g->membership_ = std::make_unique<Membership>(g->member_gang());
+  g->executor_ = std::make_unique<Executor>([raw](Task& t) { raw->post_task(t); });
   if (noticed) {
     // Before the barrier: setting the board up asks the store once, which
     // every rank still needs until then.
@@ -307,10 +322,37 @@ std::shared_ptr<Gang> Gang::make(Setup s) {
     // Past the barrier every rank has made its backend.
     forget(backend_keys->inner(), backend_keys->written());
   }
+  // As the gang met: a creation that failed forgets nothing of where it met.
+  g->membership_->set_lineage(std::move(s.lineage));
   if (noticed) g->start_watch();
   GANG_LOG(kInfo, "created gang \"", g->name_, "\" rank ", g->rank_, " of ",
            g->size_, " on ", g->backend_name());
   return g;
+}
+
+MemberGang Gang::member_gang() {
+  MemberGang m;
+  m.name = name_;
+  m.rank = rank_;
+  m.size = size_;
+  m.device_type = device_type_;
+  m.device_index = device_index_;
+  m.debug = debug_;
+  m.asked = asked_backend_;
+  m.store = store_;
+  m.prefix = store_prefix_;
+  m.failure = failure_.get();
+  // Membership is this gang's own: raw `this` is safe in these.
+  m.timeout = [this] { return timeout(); };
+  m.control = [this](const char* api,
+                     const std::function<void(ControlChannel&, Clock::time_point)>& f) {
+    control(api, [&](Clock::time_point deadline) { f(*control_, deadline); });
+  };
+  m.survivors = [this](const std::vector<int>& members, const std::string& label,
+                       const std::string& name, Millis window, Lineage lineage) {
+    return survivors_gang(members, label, name, window, std::move(lineage));
+  };
+  return m;
 }
 
 }  // namespace gang::core

@@ -2,9 +2,10 @@
 // own) under the process's notice watcher (notice_watcher.h). Every rank
 // fails fast, not only the one that saw the error: the watcher fails the
 // gang on its backend's own error or on a peer's notice. Failing posts this
-// rank's notice for the others (Gang::mark_failed); a failure learnt from a
+// rank's notice for the others (FailureState::mark); a failure learnt from a
 // peer is not posted again.
 #include "core/control_channel.h"
+#include "core/failure.h"
 #include "core/gang.h"
 #include "core/notice_watcher.h"
 
@@ -20,10 +21,10 @@ void Gang::start_watch() {
     return control_->peer_failure(said);
   };
   w.peer_failed = [this](const std::string& said) {
-    mark_failed(Status::kPeerLost,
-                str_cat("gang \"", name_, "\" rank ", rank_,
-                        ": another rank failed: ", said),
-                /*from_peer=*/true);
+    failure_->mark(Status::kPeerLost,
+                   str_cat("gang \"", name_, "\" rank ", rank_,
+                           ": another rank failed: ", said),
+                   /*from_peer=*/true);
   };
   watch_id_ = watch_notices(std::move(w));
 }

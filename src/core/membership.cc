@@ -32,17 +32,21 @@
 // itself in after the commit reads members without itself: it is excluded,
 // and its gang_shrink says so rather than entering the new gang, which meets
 // under a prefix only members use.
+#include "core/membership.h"
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "core/briefly.h"
 #include "core/control_channel.h"
 #include "core/env.h"
+#include "core/failure.h"
 #include "core/fault_point.h"
 #include "core/forget.h"
 #include "core/liveness.h"
@@ -193,44 +197,46 @@ std::vector<int> wait_for_survivors(store::Store& s, const std::string& p, PeerW
 
 }  // namespace
 
-std::vector<int> Gang::agree_survivors(uint64_t id, Millis timeout, int* rounds) {
-  if (!store_) {
-    fail(Status::kUnsupported, kApi, ": gang \"", name_,
+Membership::Membership(MemberGang gang) : gang_(std::move(gang)) {}
+
+std::vector<int> Membership::agree_survivors(uint64_t id, Millis timeout, int* rounds) {
+  if (!gang_.store) {
+    fail(Status::kUnsupported, kApi, ": gang \"", gang_.name,
          "\" was made without a store (a fake gang or one rank)");
   }
-  store::Store& s = *store_;
+  store::Store& s = *gang_.store;
   const Clock::time_point deadline = deadline_after(timeout);
   // The decider commits this long before its own deadline, so the others
   // (whose calls began about when its did) read the outcome within theirs.
   const Clock::time_point cut = deadline - std::min(Millis(2000), timeout / 4);
-  PeerWatch watch(store_, store_prefix_, size_);
+  PeerWatch watch(gang_.store, gang_.prefix, gang_.size);
   // Ranks on this host that died are told to deciders on other hosts.
   watch.mark_ended_neighbours();
   const Millis detect = env::failure_detect();
   for (int round = 0;; ++round) {
     if (Clock::now() >= deadline) {
-      fail(Status::kTimeout, kApi, ": the survivors of gang \"", name_,
+      fail(Status::kTimeout, kApi, ": the survivors of gang \"", gang_.name,
            "\" did not agree within ", timeout.count(), " ms (", round,
            " round(s))");
     }
     // The survivors may have gone on without this rank already (and
     // cleared their rounds): their fence says so, whatever the rounds say.
     check_fence(s);
-    const std::string p = str_cat(store_prefix_, "shrink", id, "/", round, "/");
+    const std::string p = str_cat(gang_.prefix, "shrink", id, "/", round, "/");
     *rounds = round + 1;
-    s.add(str_cat(p, "here/", rank_), 1);
+    s.add(str_cat(p, "here/", gang_.rank), 1);
     fault_point("shrink.arrive");
     if (s.add(p + "count", 1) == 1) {
-      s.set(p + "decider", as_bytes(str_cat(rank_)));
+      s.set(p + "decider", as_bytes(str_cat(gang_.rank)));
       fault_point("shrink.decide");
       std::string alone;
       const std::vector<int> members =
-          wait_for_survivors(s, p, watch, size_, rank_, cut, name_, &alone);
+          wait_for_survivors(s, p, watch, gang_.size, gang_.rank, cut, gang_.name, &alone);
       if (members.empty()) {
         // No outcome but "abandoned": the others try again, and fail alike
         // unless a majority of the living comes.
         if (s.add(p + "fate", kAbandon) == kAbandon) s.set(p + "members", as_bytes(kAbandoned));
-        fail(Status::kTimeout, kApi, ": gang \"", name_, "\": ", alone);
+        fail(Status::kTimeout, kApi, ": gang \"", gang_.name, "\": ", alone);
       }
       const std::string text = members_text(members);
       s.set(p + "proposal", as_bytes(text));
@@ -252,7 +258,7 @@ std::vector<int> Gang::agree_survivors(uint64_t id, Millis timeout, int* rounds)
       text = read_text(s, p + "members", kPoll * 5);
       if (!text.empty()) break;
       if (Clock::now() >= deadline) {
-        fail(Status::kTimeout, kApi, ": the survivors of gang \"", name_,
+        fail(Status::kTimeout, kApi, ": the survivors of gang \"", gang_.name,
              "\" did not agree within ", timeout.count(), " ms (round ", round,
              " had no outcome)");
       }
@@ -284,8 +290,8 @@ std::vector<int> Gang::agree_survivors(uint64_t id, Millis timeout, int* rounds)
         // round is abandoned, and a commit after this finds so. Either
         // way the others read it in members.
         if (before == 0) {
-          GANG_LOG(kWarn, "gang \"", name_, "\" rank ", rank_, ": ", kApi, " round ", round,
-                   ": its decider, rank ", decider, ", ",
+          GANG_LOG(kWarn, "gang \"", gang_.name, "\" rank ", gang_.rank, ": ", kApi,
+                   " round ", round, ": its decider, rank ", decider, ", ",
                    decider >= 0 ? why : std::string("never said who it is"),
                    "; agreeing again");
           text = kAbandoned;
@@ -300,14 +306,10 @@ std::vector<int> Gang::agree_survivors(uint64_t id, Millis timeout, int* rounds)
   }
 }
 
-std::shared_ptr<Gang> Gang::shrink(Millis timeout) {
-  refuse_in_group(kApi);
+std::shared_ptr<Gang> Membership::shrink(Millis timeout) {
   note_fence();
-  {
-    std::lock_guard<std::mutex> lock(fail_mu_);
-    if (excluded_) fail(Status::kAborted, kApi, ": ", failure_);
-  }
-  if (timeout <= Millis(0)) timeout = this->timeout();
+  if (std::string why; gang_.failure->excluded(&why)) fail(Status::kAborted, kApi, ": ", why);
+  if (timeout <= Millis(0)) timeout = gang_.timeout();
   const Clock::time_point start = Clock::now();
   const Clock::time_point deadline = deadline_after(timeout);
   for (;;) {
@@ -319,42 +321,32 @@ std::shared_ptr<Gang> Gang::shrink(Millis timeout) {
     int rounds = 0;
     const std::vector<int> members = agree_survivors(id, left(), &rounds);
     const std::string label = str_cat("shrink", id);
-    const std::string new_name = changed_name(name_, "shrink", lineage_ + 1);
-    if (std::find(members.begin(), members.end(), rank_) == members.end()) {
+    const std::string new_name = changed_name(gang_.name, "shrink", lineage_.changes + 1);
+    if (std::find(members.begin(), members.end(), gang_.rank) == members.end()) {
       fail(Status::kAborted, kApi, ": ", excluded_text(members, new_name));
     }
-    if (rank_ == members[0]) post_fence(members, new_name);
+    if (gang_.rank == members[0]) post_fence(members, new_name);
     std::string lost;
-    for (int r = 0, i = 0; r < size_; ++r) {
+    for (int r = 0, i = 0; r < gang_.size; ++r) {
       if (i < static_cast<int>(members.size()) && members[i] == r) {
         ++i;
       } else {
         lost += str_cat(lost.empty() ? "" : ",", r);
       }
     }
-    Setup setup = child_setup(members, label, label + "/gang", 0, rank_);
-    setup.name = new_name;
-    // A fresh backend: the failed gang's is broken and must not be asked.
-    setup.config.parent = nullptr;
-    setup.control_parent = nullptr;
     // A member that dies between counting itself in and meeting the others
     // would hold the new gang until the timeout: meet within a window, and
     // agree again without it when the window passes.
     const Millis window = std::min(env::shrink_form(), left());
-    setup.config.deadline = deadline_after(window);
-    // The backend's waits on the store end with the window too.
-    setup.config.store =
-        store::with_prefix(store_, setup.store_prefix + "backend/", window);
     try {
-      auto child = make_child(std::move(setup));
-      child->lineage_ = lineage_ + 1;
-      child->fence_kept_ = store_prefix_;
+      auto child = gang_.survivors(members, label, new_name, window,
+                                   Lineage{lineage_.changes + 1, "", gang_.prefix});
       // Every member has read the outcome and met: the rounds' keys, and
       // this gang's records of who its ranks were, are nobody's now (the
       // fence stays, for ranks left out, until the next shrink).
       if (child->rank() == 0) forget_shrink(id, rounds, members);
-      GANG_LOG(kInfo, "gang \"", name_, "\" shrank to \"", child->name(),
-               "\": ", members.size(), " of ", size_, " ranks (lost: ",
+      GANG_LOG(kInfo, "gang \"", gang_.name, "\" shrank to \"", child->name(),
+               "\": ", members.size(), " of ", gang_.size, " ranks (lost: ",
                lost.empty() ? "none" : lost, ") in ",
                std::chrono::duration_cast<Millis>(Clock::now() - start).count(),
                " ms");
@@ -364,7 +356,7 @@ std::shared_ptr<Gang> Gang::shrink(Millis timeout) {
                           e.status() == Status::kPeerLost) &&
                          Clock::now() < deadline;
       if (!again) throw;
-      GANG_LOG(kWarn, "gang \"", name_, "\" rank ", rank_, ": ", kApi,
+      GANG_LOG(kWarn, "gang \"", gang_.name, "\" rank ", gang_.rank, ": ", kApi,
                ": the survivors (ranks ", members_text(members),
                ") did not all meet as \"", new_name, "\" (", e.what(),
                "); agreeing again without the missing");
@@ -375,28 +367,25 @@ std::shared_ptr<Gang> Gang::shrink(Millis timeout) {
 // Fencing: <store prefix>fence holds "<members> <new name>" of the latest
 // shrink, and <store prefix>fenced counts its posts, so a look costs one
 // add until there is something to read.
-void Gang::post_fence(const std::vector<int>& members,
-                      const std::string& new_name) {
+void Membership::post_fence(const std::vector<int>& members,
+                            const std::string& new_name) {
   try {
-    store_->set(store_prefix_ + "fence",
-                as_bytes(members_text(members) + " " + new_name));
-    store_->add(store_prefix_ + "fenced", 1);
+    gang_.store->set(gang_.prefix + "fence",
+                     as_bytes(members_text(members) + " " + new_name));
+    gang_.store->add(gang_.prefix + "fenced", 1);
   } catch (const Error& e) {
-    GANG_LOG(kWarn, "gang \"", name_, "\" rank ", rank_,
+    GANG_LOG(kWarn, "gang \"", gang_.name, "\" rank ", gang_.rank,
              ": could not post the survivors for ranks left out: ", e.what());
   }
 }
 
-void Gang::note_fence() {
-  if (!store_) return;
-  {
-    std::lock_guard<std::mutex> lock(fail_mu_);
-    if (excluded_) return;
-  }
+void Membership::note_fence() {
+  if (!gang_.store) return;
+  if (gang_.failure->excluded()) return;
   // The store is asked briefly: when it is gone too, or slow, the failure
   // stands as it is.
   const std::string text = briefly(
-      [store = store_, prefix = store_prefix_] {
+      [store = gang_.store, prefix = gang_.prefix] {
         if (store->add(prefix + "fenced", 0) == 0) return std::string();
         const store::Bytes b = store->get(prefix + "fence", Millis(200));
         return std::string(b.begin(), b.end());
@@ -405,65 +394,59 @@ void Gang::note_fence() {
   const size_t space = text.find(' ');
   if (space == std::string::npos) return;
   const std::vector<int> members = parse_members(text.substr(0, space));
-  if (std::find(members.begin(), members.end(), rank_) != members.end()) return;
-  const std::string why = excluded_text(members, text.substr(space + 1));
-  // Aborts the backend if nothing had failed it yet, so calls blocked in it
-  // end now; then every call says why.
-  mark_failed(Status::kAborted, why);
-  std::lock_guard<std::mutex> lock(fail_mu_);
-  excluded_ = true;
-  failure_ = why;
-  failed_.store(static_cast<int>(Status::kAborted));
+  if (std::find(members.begin(), members.end(), gang_.rank) != members.end()) return;
+  gang_.failure->exclude(excluded_text(members, text.substr(space + 1)));
 }
 
-void Gang::check_fence(store::Store& s) {
-  if (s.add(store_prefix_ + "fenced", 0) == 0) return;
-  const std::string text = read_text(s, store_prefix_ + "fence", Millis(1000));
+void Membership::check_fence(store::Store& s) {
+  if (s.add(gang_.prefix + "fenced", 0) == 0) return;
+  const std::string text = read_text(s, gang_.prefix + "fence", Millis(1000));
   const size_t space = text.find(' ');
   if (space == std::string::npos) return;
   const std::vector<int> members = parse_members(text.substr(0, space));
-  if (std::find(members.begin(), members.end(), rank_) != members.end()) return;
+  if (std::find(members.begin(), members.end(), gang_.rank) != members.end()) return;
   fail(Status::kAborted, kApi, ": ", excluded_text(members, text.substr(space + 1)));
 }
 
-void Gang::forget_shrink(uint64_t id, int rounds, const std::vector<int>& members) {
+void Membership::forget_shrink(uint64_t id, int rounds, const std::vector<int>& members) {
   std::vector<std::string> keys;
   for (int round = 0; round < rounds; ++round) {
-    const std::string p = str_cat(store_prefix_, "shrink", id, "/", round, "/");
+    const std::string p = str_cat(gang_.prefix, "shrink", id, "/", round, "/");
     for (const char* k : {"count", "decider", "proposal", "fate", "members"}) keys.push_back(p + k);
-    for (int r = 0; r < size_; ++r) keys.push_back(str_cat(p, "here/", r));
+    for (int r = 0; r < gang_.size; ++r) keys.push_back(str_cat(p, "here/", r));
   }
-  for (int r = 0; r < size_; ++r) {
+  for (int r = 0; r < gang_.size; ++r) {
     if (!std::binary_search(members.begin(), members.end(), r)) {
       // A rank left out is known failed: its process's heartbeat goes too
       // (a stopped one that comes back beats anew).
       try {
         Who who;
-        if (parse_who(read_text(*store_, str_cat(store_prefix_, "who/", r), Millis(1)), &who)) {
+        if (parse_who(read_text(*gang_.store, str_cat(gang_.prefix, "who/", r), Millis(1)), &who)) {
           keys.push_back(beat_key(who));
         }
       } catch (const Error&) {
         // The store is failing: what is left stays.
       }
     }
-    for (const char* k : {"who/", "dead/", "failed/"}) keys.push_back(str_cat(store_prefix_, k, r));
+    for (const char* k : {"who/", "dead/", "failed/"}) keys.push_back(str_cat(gang_.prefix, k, r));
   }
   // The fence of the shrink before this one.
-  if (!fence_kept_.empty()) {
-    for (const char* k : {"fence", "fenced"}) keys.push_back(fence_kept_ + k);
+  if (!lineage_.fence_kept.empty()) {
+    for (const char* k : {"fence", "fenced"}) keys.push_back(lineage_.fence_kept + k);
   }
   for (std::string& k : meet_keys()) keys.push_back(std::move(k));
-  forget(store_, std::move(keys), {{store_prefix_ + "failures", store_prefix_ + "failure/"}});
+  forget(gang_.store, std::move(keys), {{gang_.prefix + "failures", gang_.prefix + "failure/"}});
 }
 
-std::vector<std::string> Gang::meet_keys() const {
-  if (lineage_ == 0 || meet_base_.empty()) return {};
-  return {meet_base_ + "generations", meet_base_ + "open", meet_base_ + "joined"};
+std::vector<std::string> Membership::meet_keys() const {
+  if (lineage_.changes == 0 || lineage_.meet_base.empty()) return {};
+  const std::string& b = lineage_.meet_base;
+  return {b + "generations", b + "open", b + "joined"};
 }
 
-std::string Gang::excluded_text(const std::vector<int>& members,
-                                 const std::string& new_name) const {
-  return str_cat("rank ", rank_, " of gang \"", name_,
+std::string Membership::excluded_text(const std::vector<int>& members,
+                                      const std::string& new_name) const {
+  return str_cat("rank ", gang_.rank, " of gang \"", gang_.name,
                  "\" was excluded: the survivors (ranks ", members_text(members),
                  ") went on without it as gang \"", new_name,
                  "\", and its calls on this gang fail (use gang_join to come "
@@ -502,8 +485,8 @@ std::string device_word(DeviceType d) { return d == DeviceType::kCuda ? "cuda" :
 
 }  // namespace
 
-std::string Gang::admit(store::Store& s, const std::string& jp, int64_t t,
-                        const std::string& wants, Who* who_out) {
+std::string Membership::admit(store::Store& s, const std::string& jp, int64_t t,
+                              const std::string& wants, Who* who_out) {
   // The joiner says what it asks for right after taking its ticket.
   const Millis detect = env::failure_detect();
   const std::string asks = read_text(s, str_cat(jp, "asks/", t), detect);
@@ -521,45 +504,44 @@ std::string Gang::admit(store::Store& s, const std::string& jp, int64_t t,
   const std::string asked_backend = asked.substr(0, asked.find('/'));
   const std::string asked_device = asked.substr(asked.find('/') + 1);
   const std::string want_backend = wants.substr(0, wants.find('/'));
-  if (asked_device != device_word(device_type_) ||
+  if (asked_device != device_word(gang_.device_type) ||
       (asked_backend != "auto" && asked_backend != want_backend)) {
     return str_cat("refused: the joiner with ticket ", t, " asks for ", asked,
-                   " but gang \"", name_, "\" is on ", wants);
+                   " but gang \"", gang_.name, "\" is on ", wants);
   }
   return "";
 }
 
-std::shared_ptr<Gang> Gang::grow(Millis timeout) {
+std::shared_ptr<Gang> Membership::grow(Millis timeout) {
   static const char* const api = "gang_grow";
-  refuse_in_group(api);
-  if (failed_.load() != 0) throw_failed(api);
-  if (!store_) {
-    fail(Status::kUnsupported, api, ": gang \"", name_,
+  if (gang_.failure->failed()) gang_.failure->throw_failed(api);
+  if (!gang_.store) {
+    fail(Status::kUnsupported, api, ": gang \"", gang_.name,
          "\" was made without a store (a fake gang or one rank)");
   }
-  if (timeout <= Millis(0)) timeout = this->timeout();
-  store::Store& s = *store_;
-  const std::string jp = join_prefix(name_);
+  if (timeout <= Millis(0)) timeout = gang_.timeout();
+  store::Store& s = *gang_.store;
+  const std::string jp = join_prefix(gang_.name);
   const int64_t seen = s.add(jp + "count", 0);
-  std::vector<int64_t> all(static_cast<size_t>(size_));
+  std::vector<int64_t> all(static_cast<size_t>(gang_.size));
   int64_t admitted = 0;
   std::vector<int64_t> won;  // rank 0: the tickets admitted
   std::vector<Who> whos;     // rank 0: their joiners
-  const std::string new_name = changed_name(name_, "grow", lineage_ + 1);
-  const std::string wants = str_cat(asked_backend_, "/", device_word(device_type_));
+  const std::string new_name = changed_name(gang_.name, "grow", lineage_.changes + 1);
+  const std::string wants = str_cat(gang_.asked, "/", device_word(gang_.device_type));
   // Rank 0: tells each admitted joiner its place in attempt `attempt`.
   const auto tell = [&](int attempt) {
     for (size_t i = 0; i < won.size(); ++i) {
       s.set(str_cat(jp, "ticket/", won[i]),
-            as_bytes(str_cat(size_ + static_cast<int>(i), " ", size_ + static_cast<int>(admitted),
-                             " ", lineage_ + 1, " ", asked_backend_, " ", attempt, " ",
-                             new_name)));
+            as_bytes(str_cat(gang_.size + static_cast<int>(i), " ",
+                             gang_.size + static_cast<int>(admitted), " ", lineage_.changes + 1,
+                             " ", gang_.asked, " ", attempt, " ", new_name)));
     }
   };
-  control(api, [&](Clock::time_point deadline) {
-    control_->all_gather(&seen, all.data(), 1, DType::kInt64, deadline);
+  gang_.control(api, [&](ControlChannel& control, Clock::time_point deadline) {
+    control.all_gather(&seen, all.data(), 1, DType::kInt64, deadline);
     const int64_t upto = *std::max_element(all.begin(), all.end());
-    if (rank_ == 0) {
+    if (gang_.rank == 0) {
       const int64_t decided = s.add(jp + "decided", 0);
       for (int64_t t = decided + 1; t <= upto; ++t) {
         if (s.add(str_cat(jp, "claim/", t), 1) != 1) continue;  // withdrew
@@ -569,10 +551,10 @@ std::shared_ptr<Gang> Gang::grow(Millis timeout) {
           won.push_back(t);
           whos.push_back(who);
         } else {
-          GANG_LOG(kWarn, "gang \"", name_, "\": ", api, " ", no);
+          GANG_LOG(kWarn, "gang \"", gang_.name, "\": ", api, " ", no);
           s.set(str_cat(jp, "ticket/", t), as_bytes(no));
           if (who.pid > 0 && ended_here(who)) {
-            forget(store_, {beat_key(who), str_cat(jp, "asks/", t), str_cat(jp, "claim/", t)});
+            forget(gang_.store, {beat_key(who), str_cat(jp, "asks/", t), str_cat(jp, "claim/", t)});
           }
         }
       }
@@ -580,7 +562,7 @@ std::shared_ptr<Gang> Gang::grow(Millis timeout) {
       tell(0);
       if (upto > decided) s.add(jp + "decided", upto - decided);
     }
-    control_->broadcast(&admitted, 1, DType::kInt64, 0, deadline);
+    control.broadcast(&admitted, 1, DType::kInt64, 0, deadline);
   });
   if (admitted > 0) fault_point("grow.decided");
   std::shared_ptr<Gang> grown;
@@ -588,34 +570,35 @@ std::shared_ptr<Gang> Gang::grow(Millis timeout) {
   for (int attempt = 0; admitted > 0; ++attempt) {
     attempts = attempt;
     GangOptions o;
-    o.backend = asked_backend_;
-    o.device_type = device_type_;
-    o.device_index = device_index_;
-    o.rank = rank_;
-    o.size = size_ + static_cast<int>(admitted);
-    o.store = store_;
+    o.backend = gang_.asked;
+    o.device_type = gang_.device_type;
+    o.device_index = gang_.device_index;
+    o.rank = gang_.rank;
+    o.size = gang_.size + static_cast<int>(admitted);
+    o.store = gang_.store;
     o.timeout_ms = timeout.count();
     o.name = new_name;
-    o.debug = debug_ ? 1 : -1;
+    o.debug = gang_.debug ? 1 : -1;
     o.attempt = attempt;
+    o.lineage = Lineage{lineage_.changes + 1, "", lineage_.fence_kept};
     // A rank lost before the grown gang met (a joiner that died after it
     // was admitted, or a member) ends the attempt within the detection
     // interval: rank 0 watches the ranks it waits for, the others rank 0.
-    PeerWatch watch(store_, store_prefix_, o.size);
-    for (size_t i = 0; i < whos.size(); ++i) watch.know(size_ + static_cast<int>(i), whos[i]);
+    PeerWatch watch(gang_.store, gang_.prefix, o.size);
+    for (size_t i = 0; i < whos.size(); ++i) watch.know(gang_.size + static_cast<int>(i), whos[i]);
     o.lost = [&watch](int r, std::string* why) { return watch.failed(r, why); };
     try {
-      grown = create(o);
+      grown = Gang::create(o);
       break;
     } catch (const CreationLost& e) {
       const int lost = e.rank();
-      if (lost < size_) {
+      if (lost < gang_.size) {
         // A member: the gang lost it (its next call says so), and the
         // joiners are told to ask again.
-        if (rank_ == 0) {
+        if (gang_.rank == 0) {
           for (int64_t t : won) {
             s.set(str_cat(jp, "ticket/", t),
-                  as_bytes(str_cat("aborted: member rank ", lost, " of gang \"", name_,
+                  as_bytes(str_cat("aborted: member rank ", lost, " of gang \"", gang_.name,
                                    "\" was lost while it grew; join again")));
           }
         }
@@ -623,28 +606,26 @@ std::shared_ptr<Gang> Gang::grow(Millis timeout) {
       }
       // A joiner: every member has this (rank 0 found it and said so in
       // its go); the others go on without it, under the next attempt.
-      const size_t j = static_cast<size_t>(lost - size_);
-      if (rank_ == 0) {
-        GANG_LOG(kWarn, "gang \"", name_, "\": ", api, " goes on without the joiner with ticket ",
-                 won[j], " (pid ", whos[j].pid, "), which was lost after it was admitted: ",
-                 e.what());
+      const size_t j = static_cast<size_t>(lost - gang_.size);
+      if (gang_.rank == 0) {
+        GANG_LOG(kWarn, "gang \"", gang_.name, "\": ", api,
+                 " goes on without the joiner with ticket ", won[j], " (pid ", whos[j].pid,
+                 "), which was lost after it was admitted: ", e.what());
         s.set(str_cat(jp, "ticket/", won[j]), as_bytes("skipped: lost after it was admitted"));
-        forget(store_, {beat_key(whos[j]), str_cat(jp, "asks/", won[j]),
-                        str_cat(jp, "claim/", won[j])});
+        forget(gang_.store, {beat_key(whos[j]), str_cat(jp, "asks/", won[j]),
+                             str_cat(jp, "claim/", won[j])});
         won.erase(won.begin() + static_cast<std::ptrdiff_t>(j));
         whos.erase(whos.begin() + static_cast<std::ptrdiff_t>(j));
         admitted = static_cast<int64_t>(won.size());
         tell(attempt + 1);
       }
-      control(api, [&](Clock::time_point deadline) {
-        control_->broadcast(&admitted, 1, DType::kInt64, 0, deadline);
+      gang_.control(api, [&](ControlChannel& control, Clock::time_point deadline) {
+        control.broadcast(&admitted, 1, DType::kInt64, 0, deadline);
       });
     }
   }
   if (admitted == 0) return nullptr;
-  grown->lineage_ = lineage_ + 1;
-  grown->fence_kept_ = fence_kept_;
-  if (rank_ == 0) {
+  if (gang_.rank == 0) {
     // The admitted joiners are in: their tickets are nobody's now; nor are
     // the meeting places of attempts that lost a rank.
     std::vector<std::string> keys;
@@ -655,20 +636,18 @@ std::shared_ptr<Gang> Gang::grow(Millis timeout) {
       const std::string b = a == 0 ? str_cat("gang/", new_name, "/")
                                    : str_cat("gang/", new_name, "#", a, "/");
       for (const char* k : {"generations", "open", "joined", "1/go"}) keys.push_back(b + k);
-      for (int r = 1; r < size_ + static_cast<int>(admitted) + attempts; ++r) {
+      for (int r = 1; r < gang_.size + static_cast<int>(admitted) + attempts; ++r) {
         keys.push_back(str_cat(b, "1/hello/", r));
       }
     }
-    forget(store_, std::move(keys));
+    forget(gang_.store, std::move(keys));
   }
-  grown->stream_.store(stream_.load());
-  grown->stream_completion_.store(stream_completion_.load());
-  GANG_LOG(kInfo, "gang \"", name_, "\" grew to \"", new_name, "\": ", size_,
+  GANG_LOG(kInfo, "gang \"", gang_.name, "\" grew to \"", new_name, "\": ", gang_.size,
            " members and ", admitted, " joiner(s)");
   return grown;
 }
 
-std::shared_ptr<Gang> Gang::join(const GangOptions& options) {
+std::shared_ptr<Gang> Membership::join(const GangOptions& options) {
   static const char* const api = "gang_join";
   const std::string name = options.name.empty() ? "root" : options.name;
   if (options.backend == "fake") {
@@ -731,10 +710,9 @@ std::shared_ptr<Gang> Gang::join(const GangOptions& options) {
     o.store = store;
     o.timeout_ms = std::max<int64_t>(1, deadline.remaining_ms().count());
     o.attempt = attempt;
+    o.lineage.changes = lineage;
     try {
-      auto joined = create(o);
-      joined->lineage_ = lineage;
-      return joined;
+      return Gang::create(o);
     } catch (const CreationLost&) {
       // Another rank was lost before the grown gang met: rank 0 says what
       // becomes of this one (its place in the next attempt, or why not).

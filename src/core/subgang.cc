@@ -1,12 +1,14 @@
 // Sub-gangs: gang_split and gang_create_subgang. Membership is agreed with
 // one all-gather over the parent; the new gang rendezvous through a prefix of
-// the parent's store, so no rank needs a new address.
+// the parent's store, so no rank needs a new address. The survivors of a
+// shrink (membership.h) make their gang here too, once they agreed.
 #include <algorithm>
 #include <numeric>
 
 #include "base/secret.h"
 #include "core/control_channel.h"
 #include "core/executor.h"
+#include "core/failure.h"
 #include "core/gang.h"
 #include "core/log.h"
 #include "store/store.h"
@@ -110,7 +112,7 @@ std::shared_ptr<Gang> Gang::create_subgang(const std::vector<int>& ranks) {
     if (r == rank_) index = static_cast<int>(i);
   }
   refuse_in_group("gang_create_subgang");
-  if (failed_.load() != 0) throw_failed("gang_create_subgang");
+  if (failure_->failed()) failure_->throw_failed("gang_create_subgang");
 
   if (caps_->emulates_peers) {
     // No traffic: every rank knows the list, so membership is local.
@@ -168,6 +170,23 @@ Gang::Setup Gang::child_setup(const std::vector<int>& members,
     cfg.secret.assign(d.begin(), d.end());
   }
   return s;
+}
+
+std::shared_ptr<Gang> Gang::survivors_gang(const std::vector<int>& members,
+                                          const std::string& label,
+                                          const std::string& name, Millis window,
+                                          Lineage lineage) {
+  Setup setup = child_setup(members, label, label + "/gang", 0, rank_);
+  setup.name = name;
+  // A fresh backend: the failed gang's is broken and must not be asked.
+  setup.config.parent = nullptr;
+  setup.control_parent = nullptr;
+  setup.config.deadline = deadline_after(window);
+  // The backend's waits on the store end with the window too.
+  setup.config.store =
+      store::with_prefix(store_, setup.store_prefix + "backend/", window);
+  setup.lineage = std::move(lineage);
+  return make_child(std::move(setup));
 }
 
 std::shared_ptr<Gang> Gang::make_child(Setup s) {

@@ -1,30 +1,20 @@
-// Naming the cause of a failure. A rank's own view of a failure is often
-// second-hand: when rank 3 dies in a ring, rank 2 loses its connection to
-// it, fails and closes its own connections, and rank 1 then reads only
-// that rank 2 went away. So every rank that fails records its failure in
-// the gang's store before it closes its transport: <prefix>failures counts
-// them and failure/<i> holds "<rank> <message>" of the i-th. A rank that
-// reports a failure reads the first record, written by the rank nearest
-// the cause, and names it.
-//
-// Device gangs have their notice board for this (control_channel.h); the
-// records are for gangs whose control channel is their own backend. The
-// store is asked only on the way to failing, never on the way of an
-// operation that succeeds, and never for long: a thread of its own talks to
-// it, and the failing rank waits for that thread only briefly (the store
-// may be slow, gone, or busy with another thread's wait), so closing the
-// transport, which is what tells the peers, is never held up for long.
+// Naming the cause of a failure: see attribution.h.
+#include "core/attribution.h"
+
 #include <cstdlib>
 #include <string>
 #include <thread>
+#include <utility>
 
+#include "base/deadline.h"
+#include "base/error.h"
 #include "core/briefly.h"
-#include "core/control_channel.h"
-#include "core/gang.h"
 #include "store/store.h"
 
 namespace gang::core {
 namespace {
+
+using base::Clock;
 
 constexpr Millis kRecordWait{100};
 constexpr Millis kRecordLook{200};
@@ -36,15 +26,15 @@ constexpr int kSilentMaxSize = 64;  // past this, reading every rank costs too m
 
 }  // namespace
 
-bool Gang::records_failures() const {
-  return store_ != nullptr && size_ > 1 && control_ != nullptr &&
-         !control_->has_notice_board();
-}
+Attribution::Attribution(std::shared_ptr<store::Store> store,
+                         std::string prefix, int rank, int size)
+    : store_(std::move(store)), prefix_(std::move(prefix)), rank_(rank),
+      size_(size) {}
 
-void Gang::record_failure(const std::string& message) noexcept {
-  if (!records_failures()) return;
+void Attribution::record(const std::string& message) const noexcept {
+  if (!records()) return;
   briefly(
-      [store = store_, prefix = store_prefix_, rank = rank_,
+      [store = store_, prefix = prefix_, rank = rank_,
        record = str_cat(rank_, " ", message)] {
         store->add(str_cat(prefix, "failed/", rank), 1);
         const int64_t i = store->add(prefix + "failures", 1);
@@ -55,10 +45,10 @@ void Gang::record_failure(const std::string& message) noexcept {
       kRecordWait);
 }
 
-std::string Gang::first_failure(const std::string& mine) noexcept {
-  if (!records_failures()) return "";
+std::string Attribution::first(const std::string& mine) const noexcept {
+  if (!records()) return "";
   const std::string record = briefly(
-      [store = store_, prefix = store_prefix_] {
+      [store = store_, prefix = prefix_] {
         if (store->add(prefix + "failures", 0) == 0) return std::string();
         const store::Bytes b = store->get(prefix + "failure/1", kRecordLook);
         return std::string(b.begin(), b.end());
@@ -77,10 +67,10 @@ std::string Gang::first_failure(const std::string& mine) noexcept {
 // After a timeout every live rank fails within moments of the others and
 // records it; the ranks that record nothing are the ones stuck, frozen or
 // gone, wherever in a chain of waits this rank sat.
-std::string Gang::silent_ranks() noexcept {
-  if (!records_failures() || size_ > kSilentMaxSize) return "";
+std::string Attribution::silent() const noexcept {
+  if (!records() || size_ > kSilentMaxSize) return "";
   return briefly(
-      [store = store_, prefix = store_prefix_, size = size_] {
+      [store = store_, prefix = prefix_, size = size_] {
         const Clock::time_point until = Clock::now() + kSilentLook;
         int64_t seen = store->add(prefix + "failures", 0);
         Clock::time_point moved = Clock::now();
