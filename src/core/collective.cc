@@ -111,10 +111,13 @@ std::string OpSignature::describe(uint64_t seq) const {
   return describe_after(*this, str_cat(op_api_name(static_cast<OpKind>(kind)), " #", seq, " "));
 }
 
+Error mismatch(const Text& what) {
+  return error(Status::kMismatch, "ranks called different operations: ", what);
+}
+
 Error mismatch(int me, const OpSignature& mine, int peer, const OpSignature& theirs) {
-  return error(Status::kMismatch, "ranks called different operations: rank ", Rank{me},
-               " called ", mine.describe(), " but rank ", Rank{peer}, " called ",
-               theirs.describe());
+  return mismatch(text("rank ", Rank{me}, " called ", mine.describe(), " but rank ", Rank{peer},
+                       " called ", theirs.describe()));
 }
 
 Error timed_out(const Text& whom) {

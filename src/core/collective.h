@@ -106,6 +106,10 @@ uint64_t hash_counts(const std::vector<size_t>& counts);
 // as facts: "ranks called different operations: rank <me> called <mine>
 // but rank <peer> called <theirs>".
 Error mismatch(int me, const OpSignature& mine, int peer, const OpSignature& theirs);
+// The same, where what differs is not the signature (a peer in another
+// turn, per-rank count arrays, broadcasts that did not meet): "ranks called
+// different operations: <what>".
+Error mismatch(const Text& what);
 
 // The one wording of a timeout (kTimeout): "timed out waiting for <whom>",
 // `whom` naming the ranks (Rank, Ranks) and, in brackets, what is known of

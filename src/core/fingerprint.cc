@@ -44,9 +44,9 @@ void Gang::check_counts(const CollectiveArgs& args, uint64_t seq,
              list(theirs, n), ")");
       }
     } else if (!std::equal(mine.begin(), mine.end(), theirs)) {
-      fail(Status::kMismatch, "ranks called different operations: rank ", rank_,
-           " called ", op_api_name(args.kind), " with recv_counts ",
-           list(mine.data(), n), " but rank ", r, " with ", list(theirs, n));
+      throw mismatch(text("rank ", Rank{rank_}, " called ", op_api_name(args.kind),
+                          " with recv_counts ", list(mine.data(), n), " but rank ",
+                          Rank{static_cast<int>(r)}, " with ", list(theirs, n)));
     }
   }
 }

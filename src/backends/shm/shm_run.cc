@@ -82,9 +82,8 @@ void Run::check_peers_agree(int only) const {
     if (r == me_ || (only != kEveryone && r != only)) continue;
     OpDesc d;
     if (!read_desc(theirs(r).desc[turn_ % kDescs], turn_, &d)) {
-      fail(Status::kMismatch, "ranks called different operations: rank ", Rank{me_},
-           " called ", describe(mine()), " but rank ", Rank{r},
-           " is in another operation (", latest_of(r), ")");
+      throw core::mismatch(text("rank ", Rank{me_}, " called ", describe(mine()), " but rank ",
+                                Rank{r}, " is in another operation (", latest_of(r), ")"));
     }
     check_same(r, d);
   }
@@ -94,8 +93,7 @@ void Run::check_same(int r, const OpDesc& d) const {
   if (same_operation(d, mine())) return;
   if (d.history != mine().history && d.seq == mine().seq &&
       d.sig.kind == mine().sig.kind) {
-    fail(Status::kMismatch, "shm: ranks ran different broadcasts before ",
-         describe(mine()), ": ", diverged_broadcast(r));
+    throw core::mismatch(text(diverged_broadcast(r), ", before ", describe(mine())));
   }
   if (d.sig.same(mine().sig)) {
     // The same call, but not as the same operation of the gang.
@@ -257,8 +255,7 @@ void Run::broadcast_posted() {
         BroadcastRecord mine_k, theirs_k;
         if (read_record(me_, b - 2, &mine_k) && read_record(p, b - 2, &theirs_k) &&
             mine_k.history != theirs_k.history) {
-          fail(Status::kMismatch, "shm: ranks ran different broadcasts: ",
-               diverged_broadcast(p));
+          throw core::mismatch(diverged_broadcast(p));
         }
       }
     }
