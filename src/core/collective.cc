@@ -5,43 +5,6 @@
 
 namespace gang::core {
 
-namespace {
-
-// Indexed by OpKind.
-constexpr OpInfo kOps[] = {
-    // api                    rooted reducing p2p    vector_counts
-    {"gang_all_reduce",         false, true,  false, false},
-    {"gang_reduce",             true,  true,  false, false},
-    {"gang_broadcast",          true,  false, false, false},
-    {"gang_all_gather",         false, false, false, false},
-    {"gang_all_gatherv",        false, false, false, true},
-    {"gang_gather",             true,  false, false, false},
-    {"gang_scatter",            true,  false, false, false},
-    {"gang_reduce_scatter",     false, true,  false, false},
-    {"gang_reduce_scatterv",    false, true,  false, true},
-    {"gang_all_to_all",         false, false, false, false},
-    {"gang_all_to_allv",        false, false, false, true},
-    {"gang_barrier",            false, false, false, false},
-    {"gang_send",               false, false, true,  false},
-    {"gang_recv",               false, false, true,  false},
-};
-static_assert(sizeof kOps / sizeof kOps[0] == kNumOpKinds,
-              "one row per OpKind");
-
-}  // namespace
-
-const OpInfo& op_info(OpKind kind) {
-  return kOps[static_cast<size_t>(kind)];
-}
-
-namespace {
-
-bool per_rank_counts(OpKind k) {
-  return k == OpKind::kAllGatherV || k == OpKind::kReduceScatterV;
-}
-
-}  // namespace
-
 uint64_t hash_counts(const std::vector<size_t>& counts) {
   // Over each count's 8 bytes, little-endian whatever the host.
   uint64_t h = base::kFnvOffset;
@@ -53,27 +16,6 @@ uint64_t hash_counts(const std::vector<size_t>& counts) {
   return h;
 }
 
-OpSignature OpSignature::of(const CollectiveArgs& a) {
-  const OpInfo& info = op_info(a.kind);
-  OpSignature s{};
-  s.kind = static_cast<uint8_t>(a.kind);
-  s.dtype = static_cast<uint8_t>(a.dtype);
-  s.op = info.reducing ? static_cast<uint8_t>(a.op) : 0;
-  s.root = info.rooted ? a.root : info.p2p ? a.tag : 0;
-  if (a.kind != OpKind::kAllToAllV && a.kind != OpKind::kBarrier) s.count = a.count;
-  if (per_rank_counts(a.kind)) {
-    s.counts_hash = hash_counts(a.recv_counts);
-    for (size_t c : a.recv_counts) s.total += c;
-  }
-  return s;
-}
-
-bool OpSignature::same(const OpSignature& o) const {
-  if (kind != o.kind || dtype != o.dtype || op != o.op || root != o.root) return false;
-  const auto k = static_cast<OpKind>(kind);
-  if (per_rank_counts(k)) return total == o.total && counts_hash == o.counts_hash;
-  return count == o.count;
-}
 
 namespace {
 

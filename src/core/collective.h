@@ -41,7 +41,27 @@ struct OpInfo {
   bool p2p;            // send or recv: only two ranks take part
   bool vector_counts;  // takes per-rank count arrays
 };
-const OpInfo& op_info(OpKind kind);
+// Indexed by OpKind.
+inline constexpr OpInfo kOps[] = {
+    // api                    rooted reducing p2p    vector_counts
+    {"gang_all_reduce",         false, true,  false, false},
+    {"gang_reduce",             true,  true,  false, false},
+    {"gang_broadcast",          true,  false, false, false},
+    {"gang_all_gather",         false, false, false, false},
+    {"gang_all_gatherv",        false, false, false, true},
+    {"gang_gather",             true,  false, false, false},
+    {"gang_scatter",            true,  false, false, false},
+    {"gang_reduce_scatter",     false, true,  false, false},
+    {"gang_reduce_scatterv",    false, true,  false, true},
+    {"gang_all_to_all",         false, false, false, false},
+    {"gang_all_to_allv",        false, false, false, true},
+    {"gang_barrier",            false, false, false, false},
+    {"gang_send",               false, false, true,  false},
+    {"gang_recv",               false, false, true,  false},
+};
+static_assert(sizeof kOps / sizeof kOps[0] == kNumOpKinds, "one row per OpKind");
+
+inline const OpInfo& op_info(OpKind kind) { return kOps[static_cast<size_t>(kind)]; }
 
 inline const char* op_api_name(OpKind kind) { return op_info(kind).api; }
 inline bool is_reduction(OpKind kind) { return op_info(kind).reducing; }
@@ -101,6 +121,34 @@ static_assert(sizeof(OpSignature) == 32, "signatures are 32 bytes on the wire");
 
 // A hash of per-rank counts, the same in every process.
 uint64_t hash_counts(const std::vector<size_t>& counts);
+
+// all_gatherv and reduce_scatterv: the per-rank counts every rank passes alike.
+inline bool per_rank_counts(OpKind k) {
+  return k == OpKind::kAllGatherV || k == OpKind::kReduceScatterV;
+}
+
+// Inline: on every operation's path (shm's descriptors, gloo's frames).
+inline OpSignature OpSignature::of(const CollectiveArgs& a) {
+  const OpInfo& info = op_info(a.kind);
+  OpSignature s{};
+  s.kind = static_cast<uint8_t>(a.kind);
+  s.dtype = static_cast<uint8_t>(a.dtype);
+  s.op = info.reducing ? static_cast<uint8_t>(a.op) : 0;
+  s.root = info.rooted ? a.root : info.p2p ? a.tag : 0;
+  if (a.kind != OpKind::kAllToAllV && a.kind != OpKind::kBarrier) s.count = a.count;
+  if (per_rank_counts(a.kind)) {
+    s.counts_hash = hash_counts(a.recv_counts);
+    for (size_t c : a.recv_counts) s.total += c;
+  }
+  return s;
+}
+
+inline bool OpSignature::same(const OpSignature& o) const {
+  if (kind != o.kind || dtype != o.dtype || op != o.op || root != o.root) return false;
+  const auto k = static_cast<OpKind>(kind);
+  if (per_rank_counts(k)) return total == o.total && counts_hash == o.counts_hash;
+  return count == o.count;
+}
 
 // The one wording of a mismatch, as an Error (kMismatch) naming both ranks
 // as facts: "ranks called different operations: rank <me> called <mine>
