@@ -2,7 +2,7 @@
  * test_two_level_pipeline.c - large all-reduces on two levels (shm within a
  * host, gloo between the hosts' leaders) run in chunks, the leaders'
  * exchange of one chunk beside the host's steps on the others (from 32 MiB,
- * core/two_level.cc). The ranks play two hosts (GANG_TEST_HOSTS=2).
+ * backends/two_level/two_level.cc). The ranks play two hosts (GANG_TEST_HOSTS=2).
  *
  *   - 40 MiB of float32 (SUM, AVG) and of int64 (MAX), out of place and in
  *     place, on 3 and 4 ranks: every element right on every rank (a count

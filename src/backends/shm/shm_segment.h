@@ -46,7 +46,7 @@ constexpr uint64_t kUnpublished = ~uint64_t{0};
 // Per rank, per channel: written by that rank only. Descriptions by the
 // operation's turn modulo kDescs: a rank can be two operations ahead of a
 // peer that still reads its description (a root of broadcasts that do not
-// meet, shm_collectives.cc), never more.
+// meet, shm_run.cc), never more.
 constexpr uint64_t kDescs = 4;
 
 // A word some ranks may sleep on, and how many do (see Barrier).
@@ -74,7 +74,7 @@ constexpr uint64_t kRecent = 8;
 
 struct alignas(kLine) RankChannel {
   OpDesc desc[kDescs];
-  // Broadcasts that do not meet (shm_collectives.cc): how many this rank
+  // Broadcasts that do not meet (shm_run.cc): how many this rank
   // has posted as the root (the number of its last one, plus one), and how
   // many it has finished, whoever the root.
   Signal posted;
