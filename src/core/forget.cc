@@ -6,6 +6,7 @@
 #include <deque>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 #include "base/error.h"
 #include "store/store.h"
@@ -41,11 +42,21 @@ class Forgetter {
   // This process's, made on first use. A child of fork() gets one of its
   // own: the parent's thread is not in it, and its lock may have been held
   // at the fork.
+  // The parent's, copied into the child with the keys it had not yet
+  // forgotten, is the parent's work: the child leaves it alone (its lock
+  // may be held, and touching its stores would act for the parent) and
+  // keeps it reachable, as memory it inherited rather than lost.
   static Forgetter& get() {
     static std::mutex made_mu;
     static Forgetter* made = nullptr;
+    static std::vector<Forgetter*>* inherited = nullptr;
     std::lock_guard<std::mutex> lock(made_mu);
-    if (made == nullptr || made->pid_ != ::getpid()) {
+    if (made != nullptr && made->pid_ != ::getpid()) {
+      if (inherited == nullptr) inherited = new std::vector<Forgetter*>();
+      inherited->push_back(made);
+      made = nullptr;
+    }
+    if (made == nullptr) {
       made = new Forgetter();  // never destroyed: its thread may outlive statics
     }
     return *made;
@@ -70,16 +81,22 @@ class Forgetter {
  private:
   Forgetter() : pid_(::getpid()) {}
 
+  // The job in hand stays at the front of the queue until it is done, so
+  // that what it holds stays reachable from this object: a child forked
+  // meanwhile has no copy of this thread (nor of its stack), only of the
+  // queue. One thread takes jobs, and a deque's push_back leaves its other
+  // elements where they are.
   void loop() {
     for (;;) {
-      Job job;
+      const Job* job = nullptr;
       {
         std::unique_lock<std::mutex> lock(mu_);
         cv_.wait(lock, [this] { return !jobs_.empty(); });
-        job = std::move(jobs_.front());
-        jobs_.pop_front();
+        job = &jobs_.front();
       }
-      run(job);
+      run(*job);
+      std::lock_guard<std::mutex> lock(mu_);
+      jobs_.pop_front();
     }
   }
 
