@@ -47,11 +47,20 @@
 %nothread gang_bind_layout_ranks;
 %nothread gang_bind_layout_after_loss;
 %nothread set_error_factory;
+%nothread gang_python_borrow;
 
 %include "../swig/gang.i"
 
 /* Rendezvous through a store written in Python (gang.torch). */
 %include "python_store.i"
+
+/* A handle for the gang at an address another extension hands over (the
+ * compiled torch backend's gang): borrowed, never destroyed from Python. */
+%inline %{
+static gang_t* gang_python_borrow(unsigned long long address) {
+  return (gang_t*)(uintptr_t)address;
+}
+%}
 
 /* The common case of all_reduce and broadcast, past SWIG's conversions. */
 %include "python_fastcall.i"

@@ -354,22 +354,14 @@ def check_noncontiguous():
 
 
 def check_errors():
-    try:
-        dist.all_reduce(make(RANK, torch.int32), op=dist.ReduceOp.AVG)
-        fail("AVG of int32 was accepted")
-    except ValueError as e:
-        check("AVG" in str(e), f"AVG of ints: {e}")
-    try:
-        dist.all_reduce(make(RANK, torch.float32), op=dist.ReduceOp.BAND)
-        fail("BAND of float32 was accepted")
-    except ValueError as e:
-        check("BAND" in str(e), f"BAND of floats: {e}")
-    if SIZE > 1:
+    """Bad arguments raise RuntimeError, as gloo's do (not ValueError)."""
+    for dtype, op in ((torch.int32, dist.ReduceOp.AVG), (torch.float32, dist.ReduceOp.BAND)):
         try:
-            dist.recv(torch.zeros(1))
-            fail("recv without src was accepted")
-        except (NotImplementedError, RuntimeError, ValueError) as e:
-            check("any source" in str(e), f"recv without src: {e}")
+            dist.all_reduce(make(RANK, dtype), op=op)
+            fail(f"{op} of {dtype} was accepted")
+        except RuntimeError as e:
+            check(type(e) is RuntimeError, f"{op} of {dtype}: {type(e).__name__}, not RuntimeError")
+            check(str(op).split(".")[-1] in str(e), f"{op} of {dtype}: {e}")
 
 
 # ---- case: init methods ---------------------------------------------------------
@@ -416,6 +408,10 @@ def case_init():
         else:
             check(g == dist.GroupMember.NON_GROUP_MEMBER, "a non-member got a group")
     dist.destroy_process_group()
+    if torch.__version__ < (2, 15):  # earlier c10d binds accelerators only
+        print(f"init: rank {RANK}: ok (no CPU device_id on torch {torch.__version__})",
+              flush=True)
+        return
     # Bound to a device: c10d splits the default group's backend (gang's
     # split, no new rendezvous).
     dist.init_process_group("gang", timeout=TIMEOUT, device_id=torch.device("cpu", 0))

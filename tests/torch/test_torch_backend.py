@@ -7,9 +7,9 @@ Each case runs tests/torch/backend_worker.py CASE in N real processes
 (env:// rendezvous on a TCPStore of rank 0, as torchrun sets it up) and
 passes when every rank exits 0; a rank that finds a wrong result says what
 and exits 1. --venv runs the ranks with $GANG_TORCH_VENV/bin/python (the
-PyPI torch .ci/torch-venv.sh makes) and skips (77) without one. Skips (77)
-on a torch before 2.15, whose c10d never calls a Python subclass of its
-Backend class (the PyBackend trampoline came with 2.15).
+PyPI torch .ci/torch-venv.sh makes) and skips (77) without one. The
+backend (gang_torch, bindings/torch) is built first for that torch, into
+BUILD_DIR (gang_torch_build.py).
 
 Cases (default: all), each on the rank counts listed:
   ops       every c10d entry point, every dtype, blocking and async (1-4)
@@ -31,6 +31,8 @@ import subprocess
 import sys
 import tempfile
 import time
+
+import gang_torch_build
 
 SKIP = 77
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -72,8 +74,12 @@ def free_port():
     raise SystemExit("no free ports")
 
 
+# Where gang_torch was built for the torch under test (main() sets it).
+BACKEND_PATH = ""
+
+
 def base_env(build, tmp):
-    """A rank's environment without any launcher's variables: the package
+    """A rank's environment without any launcher's variables: the packages
     under test and the fairseq2 stand-in of its tests on the path."""
     env = dict(os.environ)
     for k in ("GANG_INIT_METHOD", "GANG_RANK", "GANG_SIZE", "RANK", "WORLD_SIZE",
@@ -82,7 +88,7 @@ def base_env(build, tmp):
     env.update({
         "GANG_TEST_TMP": tmp, "GLOO_SOCKET_IFNAME": "lo", "PYTHONDONTWRITEBYTECODE": "1",
         "GANG_TIMEOUT_MS": "60000", "OMP_NUM_THREADS": "1",
-        "PYTHONPATH": os.pathsep.join([os.path.join(build, "bindings", "python"),
+        "PYTHONPATH": os.pathsep.join([BACKEND_PATH, os.path.join(build, "bindings", "python"),
                                        FAIRSEQ2_SHIM, env.get("PYTHONPATH", "")]),
     })
     return env
@@ -168,13 +174,14 @@ def main():
         print(f"SKIP: {python} has no usable torch.distributed:\n{probe.stdout[-500:]}")
         return SKIP
     version = probe.stdout.split()[0]
-    numbers = tuple(int("".join(c for c in x if c.isdigit()) or 0)
-                    for x in version.split("+")[0].split(".")[:2])
-    if numbers < (2, 15):
-        print(f"SKIP: torch {version} cannot run a Python Backend subclass (c10d's PyBackend "
-              f"trampoline came with 2.15); gang.torch needs 2.15 or later")
-        return SKIP
-    print(f"test_torch_backend: torch {version} ({python})", flush=True)
+    global BACKEND_PATH
+    start = time.time()
+    BACKEND_PATH, why = gang_torch_build.build(python, build)
+    if BACKEND_PATH is None:
+        print(f"FAIL: {why}")
+        return 1
+    print(f"test_torch_backend: torch {version} ({python}); gang_torch built in "
+          f"{time.time() - start:.0f} s", flush=True)
     failed = []
     for case, sizes, extra in CASES:
         if wanted and case not in wanted:

@@ -183,6 +183,14 @@ class Gang:
         child._follow, child._stream_set = self._follow, self._stream_set
         return child
 
+    @classmethod
+    def from_address(cls, address: int, *, owner: Any) -> Gang:
+        """A Gang on the gang (gang_t*) at `address`, made and owned by C or
+        C++ code of this process (gang_torch's backend): its close() does
+        nothing, and it keeps `owner` (whatever keeps that gang alive)
+        alive."""
+        return cls(capi.gang_python_borrow(int(address)), owner=owner)
+
     def borrow(self, owner: Any = None) -> Gang:
         """Another Gang on this gang's handle that does not own it: its
         close() does nothing, so it must not outlive this gang's close().

@@ -1,7 +1,7 @@
 """What gang.torch needs of torch.distributed that torch has no public API
-for (torch 2.15), in one place; each function says why. Everything else in
-gang.torch uses torch's public API (dist.group.WORLD, ProcessGroup's
-get_backend, group_name, rank and size, dist.Work, dist.ReduceOp).
+for, in one place; each function says why. Everything else in gang.torch
+uses torch's public API (dist.group.WORLD, ProcessGroup's get_backend,
+group_name, rank and size).
 """
 
 from __future__ import annotations
@@ -10,20 +10,16 @@ from typing import Any, Callable
 
 import torch
 import torch.distributed as dist
-from torch._C import _distributed_c10d as _C
 from torch.distributed import distributed_c10d as _py
 
-__all__ = ["Backend", "group_store", "process_group_on", "work_from_future"]
+__all__ = ["backend_of", "group_store", "process_group_on"]
 
-# The C++ Backend class a Python backend subclasses (c10d's PyBackend
-# trampoline calls the subclass's overrides): torch exports it only as
-# dist._Backend, its own tests reach it here as gang does.
-Backend = _C.Backend
 
-# A Work completed by a torch.futures.Future, as torch's own Python backends
-# make theirs (torch/testing/_internal/distributed/multi_threaded_pg.py,
-# test/distributed/test_c10d_pypg.py).
-work_from_future = _C._create_work_from_future
+def backend_of(pg: Any, device: Any) -> Any:
+    """The backend `pg` runs `device`'s tensors on: ProcessGroup.get_backend
+    (public from torch 2.9), _get_backend before it."""
+    getter = getattr(pg, "get_backend", None) or pg._get_backend
+    return getter(torch.device(device))
 
 
 def group_store(pg: Any) -> Any:
@@ -50,8 +46,24 @@ def process_group_on(make_backend: Callable[[Any], Any], rank: int, size: int, n
     pg._set_default_backend(custom)
     pg._register_backend(torch.device("cpu"), custom, make_backend(pg))
     pg._set_group_name(name)
-    if (dist.is_initialized() and hasattr(_py, "_register_pg_in_world")
-            and max(global_ranks) < dist.get_world_size()):
-        _py._register_pg_in_world(pg, "gang", store, name, "cpu:gang",
-                                  rank_mapping={g: r for r, g in enumerate(global_ranks)})
+    if dist.is_initialized() and max(global_ranks) < dist.get_world_size():
+        _register(pg, store, name, {g: r for r, g in enumerate(global_ranks)})
     return pg
+
+
+def _register(pg: Any, store: Any, name: str, rank_mapping: dict[int, int]) -> None:
+    """Enters pg in c10d's registry of groups, as new_group does: with
+    torch's own helper where it has one (2.10 on), else in the same tables
+    that helper fills."""
+    if hasattr(_py, "_register_pg_in_world"):
+        _py._register_pg_in_world(pg, "gang", store, name, "cpu:gang", rank_mapping=rank_mapping)
+        return
+    world = _py._world
+    world.pg_map[pg] = ("gang", store)
+    world.pg_names[pg] = name
+    world.pg_backend_config[pg] = "cpu:gang"
+    _py._register_process_group(name, pg)
+    world.pg_group_ranks[pg] = rank_mapping
+    tag = f"ptd:{name}"
+    world.tags_to_pg.setdefault(tag, []).append(pg)
+    world.pg_to_tag[pg] = tag

@@ -19,9 +19,10 @@ import weakref
 import torch
 import torch.distributed as dist
 
-from .. import Gang, create
-from ._backend import GangBackend
-from ._c10d import group_store, process_group_on
+import gang_torch
+
+from .. import Gang, create, timeout_ms
+from ._c10d import backend_of, group_store, process_group_on
 from ._errors import torch_error
 from ._store import StoreAdapter
 
@@ -32,6 +33,9 @@ _names = itertools.count()
 # Gang -> the torch process group it belongs to (from_process_group's,
 # as_process_group's), for as long as the gang lives.
 _groups: "weakref.WeakKeyDictionary[Gang, Any]" = weakref.WeakKeyDictionary()
+
+# as_process_group's groups -> the view of the gang their backend runs on.
+_views: "weakref.WeakKeyDictionary[Any, Gang]" = weakref.WeakKeyDictionary()
 
 
 def _default_group() -> Any:
@@ -61,10 +65,16 @@ def _view(gang: Gang, pg: Any) -> Gang:
 
 def _gang_backend(pg: Any) -> Any:
     try:
-        backend = pg.get_backend(torch.device("cpu"))
+        backend = backend_of(pg, "cpu")
     except RuntimeError:
         return None
-    return backend if isinstance(backend, GangBackend) else None
+    return backend if isinstance(backend, gang_torch.GangBackend) else None
+
+
+def _backend_gang(backend: Any) -> Gang:
+    """The CPU gang of a compiled backend, as a Gang that does not own it
+    (the backend does) and keeps the backend alive."""
+    return Gang.from_address(backend.gang_address, owner=backend)
 
 
 def gang_of(group: Any = None) -> Gang:
@@ -77,7 +87,7 @@ def gang_of(group: Any = None) -> Gang:
         raise ValueError(f"process group {pg.group_name if hasattr(pg, 'group_name') else pg} "
                          f"does not run on the gang backend (gang.torch.from_process_group "
                          f"makes a gang for any group)")
-    return _view(backend.gang, pg)
+    return _view(_backend_gang(backend), pg)
 
 
 def from_process_group(group: Any = None, device: Any = None) -> Gang:
@@ -116,11 +126,14 @@ def as_process_group(gang: Gang) -> Any:
                          "make the group with torch.distributed (backend 'gang') and take "
                          "its gang with gang.torch.from_process_group")
     name = f"gang.{gang.name}.{next(_names)}"
-    timeout = datetime.timedelta(seconds=gang.timeout)
+    # The backend runs on gang's handle without owning it: the group keeps
+    # a view of the gang (which keeps the gang) for as long as it lives.
+    view = gang.borrow()
     pg = process_group_on(
-        lambda pg: GangBackend(None, gang.rank, gang.size, timeout, group_name=name,
-                               gang=_view(gang, pg)),
+        lambda pg: gang_torch.GangBackend.on_gang(
+            int(view._h), timeout_ms(datetime.timedelta(seconds=gang.timeout)), name),
         gang.rank, gang.size, name, gang.ranks)
+    _views[pg] = view
     _groups[gang] = pg
     return pg
 
@@ -138,7 +151,7 @@ def shrink(group: Any = None, timeout: Any = None) -> Any:
     if backend is None:
         raise ValueError("shrink: the process group does not run on the gang backend")
     try:
-        survivors = backend.gang.shrink(timeout)
+        survivors = _backend_gang(backend).shrink(timeout)
     except BaseException as exc:
         raise torch_error(exc) from None
     return as_process_group(survivors)

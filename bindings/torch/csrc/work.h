@@ -1,0 +1,117 @@
+// The Work of one c10d call on gang, and the thread that completes the
+// asynchronous ones.
+//
+// A call is planned as gang operations (Plan::steps) on flat views of the
+// tensors, and what must follow them (Plan::after: copies out of staging
+// buffers, the local half of a bitwise reduction). Blocking calls run the
+// plan on the caller's thread and return a Work that is done. Asynchronous
+// ones hand gang's works to the backend's Completer, which waits for them,
+// runs what follows, completes the Work (wait, is_completed, exception)
+// and passes its future to the callback pool (callbacks.h).
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include <gang/gang.h>
+#include <torch/csrc/distributed/c10d/Work.hpp>
+
+namespace gang_torch {
+
+// Ctrl-C: the Python module sets the thread that takes signals (Python's
+// main thread) and a check that throws when a signal handler raised there
+// (KeyboardInterrupt). Blocking waits on that thread run in slices, and a
+// throwing check aborts the gang and ends the wait with its exception, as
+// gang's own Python API does.
+void set_signal_check(std::thread::id thread, void (*check)());
+
+// Waits for w; on the signal thread in slices (see set_signal_check),
+// aborting `gang` when a check throws. Returns w's status.
+gang_status_t wait_for(gang_work_t* w, gang_t* gang);
+
+// Whether this thread is the signal thread (its blocking waits are sliced).
+bool on_signal_thread();
+
+// Issues one gang operation: blocking with nullptr, else returns its work.
+using Step = std::function<gang_status_t(gang_work_t**)>;
+
+struct Plan {
+  std::vector<Step> steps;
+  std::vector<std::function<void()>> after;
+
+  void step(Step s) { steps.push_back(std::move(s)); }
+  void then(std::function<void()> fn) { after.push_back(std::move(fn)); }
+};
+
+class GangWork : public c10d::Work {
+ public:
+  GangWork(int rank, c10d::OpType type, uint64_t seq, const char* name,
+           std::vector<at::Tensor> outputs, gang_t* gang);
+  ~GangWork() override;
+
+  // A work already done (a blocking call's).
+  static c10::intrusive_ptr<GangWork> done(int rank, c10d::OpType type, uint64_t seq,
+                                           const char* name, std::vector<at::Tensor> outputs);
+
+  bool wait(std::chrono::milliseconds timeout) override;
+  void synchronize() override {}
+  std::vector<at::Tensor> result() override { return outputs_; }
+  c10::intrusive_ptr<c10::ivalue::Future> getFuture() override;
+  uint64_t getSequencenumber() const override { return seq_; }
+  int sourceRank() const override;
+  void abort() override;
+
+  // The Completer's side.
+  void adopt(Plan plan, std::vector<gang_work_t*> works);
+  bool poll();                // true once every gang work ended
+  bool drive(int64_t wait_ms);  // waits up to wait_ms (-1: until the end)
+  void finish();              // runs what follows, completes work and future
+  void set_source(int rank) { source_ = rank; }
+
+ private:
+  bool settle(size_t i, gang_status_t status);
+
+  const uint64_t seq_;
+  const char* const name_;
+  std::vector<at::Tensor> outputs_;
+  gang_t* gang_;  // aborted by abort(); not owned
+  Plan plan_;
+  std::vector<gang_work_t*> works_;
+  size_t ended_ = 0;  // works_[0, ended_) have ended
+  gang_status_t status_ = GANG_OK;
+  std::exception_ptr error_;
+  c10::intrusive_ptr<c10::ivalue::Future> future_;
+  int source_ = -1;
+};
+
+// One thread per backend, started on the first asynchronous call.
+class Completer {
+ public:
+  explicit Completer(std::string name) : name_(std::move(name)) {}
+  ~Completer() { stop(std::chrono::milliseconds(0), nullptr); }
+
+  void submit(c10::intrusive_ptr<GangWork> work);
+  // Whether works are still in flight.
+  bool busy();
+  // Takes no more work; waits up to `grace` for what is in flight, then
+  // aborts `gang` (if not null) so that it ends, and ends the thread.
+  void stop(std::chrono::milliseconds grace, gang_t* gang);
+
+ private:
+  void run();
+
+  std::string name_;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::condition_variable idle_;
+  std::deque<c10::intrusive_ptr<GangWork>> queue_;
+  size_t in_flight_ = 0;
+  bool stopping_ = false;
+  std::thread thread_;
+};
+
+}  // namespace gang_torch

@@ -1,0 +1,48 @@
+"""gang's torch.distributed backend, compiled against this torch.
+
+Importing gang_torch registers the backend "gang" (the wheel's entry point
+does it when a program asks for "gang"); gang.torch builds its Python API
+(as_process_group, shrink, fairseq2's names) on top.
+"""
+
+import atexit
+
+import torch.distributed as dist
+
+import gang  # noqa: F401  (loads libgang, which _C links against)
+
+from . import _C
+
+__all__ = ["GangBackend", "register"]
+
+GangBackend = _C.GangBackend
+NAME = "gang"
+
+
+def _timeout_ms(timeout) -> int:
+    seconds = timeout.total_seconds() if hasattr(timeout, "total_seconds") else timeout
+    return max(1, int(round(float(seconds) * 1000))) if seconds else 600_000
+
+
+def _create(dist_opts, backend_options=None):
+    """c10d's creator (extended API): a new backend, or a split of the
+    parent's when c10d splits one."""
+    split_from = getattr(dist_opts, "split_from", None)
+    if isinstance(split_from, GangBackend):
+        return split_from.split(dist_opts.store, list(dist_opts.global_ranks_in_group),
+                                backend_options)
+    return GangBackend(dist_opts.store, dist_opts.group_rank, dist_opts.group_size,
+                       _timeout_ms(dist_opts.timeout), str(getattr(dist_opts, "group_id", "0")))
+
+
+def register() -> None:
+    """Registers "gang" with torch.distributed (idempotent)."""
+    if NAME.upper() in getattr(dist.Backend, "_plugins", {}):
+        return
+    dist.Backend.register_backend(NAME, _create, extended_api=True, devices=["cpu", "cuda"])
+
+
+# Exit never waits on a collective: what is in flight is aborted.
+atexit.register(_C.shutdown_all)
+
+register()
