@@ -693,6 +693,177 @@ def case_interrupt():
     os._exit(0)
 
 
+# ---- case: what c10d's callers expect of a backend --------------------------
+
+def _monitored_barrier(group, timeout, wait_all_ranks=False):
+    """dist.monitored_barrier where torch lets a backend other than gloo
+    run it (2.15 asks only for a CPU backend), else the group's own."""
+    if torch.__version__ >= (2, 15):
+        dist.monitored_barrier(group, timeout=timeout, wait_all_ranks=wait_all_ranks)
+    else:
+        group.monitored_barrier(timeout, wait_all_ranks=wait_all_ranks)
+
+
+def _raises(fn, kind, pattern, what):
+    """fn() raises `kind` whose message matches `pattern` (a regex)."""
+    import re
+    try:
+        fn()
+    except kind as e:
+        check(re.search(pattern, str(e)) is not None, f"{what}: {str(e)[:300]!r} does not "
+                                                      f"match {pattern!r}")
+        return e
+    except Exception as e:  # noqa: BLE001 - the wrong type is the failure
+        fail(f"{what}: {type(e).__name__} ({str(e)[:200]}), not {kind.__name__}")
+    fail(f"{what}: nothing raised")
+
+
+def case_c10d():
+    """On 3 ranks: the group's name, polling a Work, monitored barriers that
+    name the ranks that did not come, a barrier's timeout in the words
+    PyTorch's own tests match."""
+    dist.init_process_group("gang", timeout=TIMEOUT)
+    world = dist.group.WORLD
+    check(world.name() == "gang", f"ProcessGroup.name() is {world.name()!r}")
+    # A Work polled until done: is_completed() turns True, result() is the
+    # output, exception() None.
+    t = make(RANK, torch.float32, 1 << 16)
+    work = dist.all_reduce(t, async_op=True)
+    deadline = time.monotonic() + 30
+    while not work.is_completed():
+        check(time.monotonic() < deadline, "is_completed() stayed False for 30 s")
+        time.sleep(0.001)
+    check(work.is_success(), "is_success() is False")
+    if torch.__version__ >= (2, 15):  # 2.8's binding cannot return it for any backend
+        check(work.exception() is None, f"exception() is {work.exception()!r}")
+    check(len(work.result()) == 1 and work.result()[0] is t or
+          torch.equal(work.result()[0], t), "result() is not the output")
+    same(t, reduce_all([make(r, torch.float32, 1 << 16) for r in range(SIZE)],
+                       dist.ReduceOp.SUM), "the polled all_reduce")
+    # Monitored barriers, each on a fresh group (one that failed keeps the
+    # unanswered messages of the ranks that did not come).
+    timeout = datetime.timedelta(seconds=2)
+    _monitored_barrier(dist.new_group(), timeout)
+    _monitored_barrier(dist.new_group(), timeout, wait_all_ranks=True)
+    for missing, wait_all in (([1], False), ([1, 2], True)):
+        group = dist.new_group()
+        if RANK == 0:
+            ranks = ", ".join(str(r) for r in missing)
+            word = "Rank" if len(missing) == 1 else "Ranks"
+            start = time.monotonic()
+            _raises(lambda: _monitored_barrier(group, timeout, wait_all), RuntimeError,
+                    f"{word} {ranks} failed to pass monitoredBarrier",
+                    f"monitored_barrier with {missing} missing")
+            took = time.monotonic() - start
+            check(took < 5, f"the monitored barrier failed after {took:.1f} s")
+        elif RANK not in missing:
+            _raises(lambda: _monitored_barrier(group, timeout, wait_all), RuntimeError,
+                    f"Rank {RANK} successfully reached monitoredBarrier, but received "
+                    f"errors while waiting for send/recv from rank 0",
+                    "monitored_barrier on a rank that came")
+        dist.barrier()
+    # A barrier only rank 0 enters times out at the group's timeout, saying
+    # so in the words PyTorch's test_barrier_timeout_* match.
+    group = dist.new_group(timeout=datetime.timedelta(seconds=1))
+    if RANK == 0:
+        start = time.monotonic()
+        e = _raises(lambda: dist.barrier(group), dist.DistBackendError,
+                    " (Timed out|closed|timeout) ", "a barrier nobody else entered")
+        took = time.monotonic() - start
+        check(0.9 < took < 5, f"the barrier timed out after {took:.2f} s, not ~1 s")
+        print(f"c10d: rank 0: barrier timeout: {str(e)[:160]}", flush=True)
+    dist.barrier()
+    print(f"c10d: rank {RANK}: ok", flush=True)
+    os._exit(0)  # the timed-out group cannot be shut down in order
+
+
+# ---- case: DDP's PowerSGD hook, whose callbacks issue collectives -------------------
+
+def case_powersgd():
+    """PowerSGD's comm hook all-reduces inside the callbacks of the bucket's
+    future (then() chains that wait on collectives): training goes on and
+    ends where the same hook on gloo ends."""
+    from torch.distributed.algorithms.ddp_comm_hooks import powerSGD_hook as powersgd
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    dist.init_process_group("gang", timeout=TIMEOUT)
+    gloo = dist.new_group(backend="gloo")
+    results = []
+    for group in (gloo, dist.group.WORLD):
+        ddp = DDP(_model(7), process_group=group, bucket_cap_mb=0.001)
+        state = powersgd.PowerSGDState(process_group=group, matrix_approximation_rank=1,
+                                       start_powerSGD_iter=2, use_error_feedback=True,
+                                       warm_start=True, random_seed=3)
+        ddp.register_comm_hook(state, powersgd.powerSGD_hook)
+        start = time.monotonic()
+        results.append(_train(ddp, 6))
+        took = time.monotonic() - start
+        check(took < 60, f"6 PowerSGD steps took {took:.1f} s")
+    for got, want in zip(results[1], results[0]):
+        same(got, want, "PowerSGD on gang vs gloo", 1e-5)
+    dist.destroy_process_group()
+    print(f"powersgd: rank {RANK}: ok", flush=True)
+
+
+# ---- case: TORCH_DISTRIBUTED_DEBUG=DETAIL -----------------------------------------
+
+def case_detail():
+    """With TORCH_DISTRIBUTED_DEBUG=DETAIL c10d wraps the backend to check
+    every collective against the other ranks' (it asks the backend's
+    name): collectives, object collectives on a subgroup, and a mismatch
+    reported by the wrapper."""
+    check(os.environ.get("TORCH_DISTRIBUTED_DEBUG") == "DETAIL", "not run in DETAIL mode")
+    dist.init_process_group("gang", timeout=TIMEOUT)
+    check(dist.get_debug_level() == dist.DebugLevel.DETAIL, "debug level is not DETAIL")
+    t = make(RANK, torch.float32)
+    dist.all_reduce(t)
+    same(t, reduce_all([make(r, torch.float32) for r in range(SIZE)], dist.ReduceOp.SUM),
+         "all_reduce in DETAIL mode")
+    sub = dist.new_group(list(range(SIZE)))
+    gathered = [None] * SIZE
+    dist.all_gather_object(gathered, {"rank": RANK}, group=sub)
+    check(gathered == [{"rank": r} for r in range(SIZE)], f"all_gather_object {gathered}")
+    work = dist.all_reduce(t, async_op=True)
+    work.wait()
+    dist.barrier()
+    dist.destroy_process_group()
+    print(f"detail: rank {RANK}: ok", flush=True)
+
+
+# ---- case: DDP until Ctrl-C (run under torchrun by test_torch_backend.py) ------------
+
+def case_ddp_until_interrupted():
+    """Trains until interrupted; says how it ended. A rank whose peer was
+    interrupted first may see that peer leave (an operation fails) before
+    its own Ctrl-C is handled, as on gloo: its KeyboardInterrupt follows."""
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    dist.init_process_group(os.environ.get("GANG_TEST_BACKEND", "gang"), timeout=TIMEOUT)
+    ddp = DDP(_model(3), bucket_cap_mb=0.001)
+    opt = torch.optim.SGD(ddp.parameters(), lr=0.01)
+    step = 0
+    first = ""
+    try:
+        try:
+            while True:
+                opt.zero_grad()
+                x, y = _batch(step, RANK)
+                torch.nn.functional.mse_loss(ddp(x), y).backward()
+                opt.step()
+                step += 1
+                if step == 3:  # one write: the ranks share torchrun's output
+                    os.write(1, f"ddp_until_interrupted: rank {RANK}: training\n".encode())
+        except Exception as e:  # noqa: BLE001 - the KeyboardInterrupt must follow
+            first = f" after {type(e).__name__}"
+            time.sleep(10)
+            print(f"ddp_until_interrupted: rank {RANK}: no KeyboardInterrupt after "
+                  f"{type(e).__name__} at step {step}: {str(e)[:200]}", flush=True)
+            raise
+    except KeyboardInterrupt:
+        print(f"ddp_until_interrupted: rank {RANK}: KeyboardInterrupt at step {step}{first}",
+              flush=True)
+
+
 # ---- case: a lost rank, then training on with the survivors ---------------------
 
 def case_shrink():

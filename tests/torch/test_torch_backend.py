@@ -24,6 +24,14 @@ Cases (default: all), each on the rank counts listed:
   interrupt Ctrl-C in a blocking collective: KeyboardInterrupt at once (2)
   torchrun  the ops case under torchrun (its agent's store, its env) (2)
   shrink    DDP loses a rank; gang.torch.shrink() and DDP goes on (4)
+  c10d      the group's name, polling a Work, monitored barriers naming the
+            missing ranks, a barrier's timeout in PyTorch's words (3)
+  powersgd  DDP's PowerSGD hook (collectives inside future callbacks)
+            ends where it does on gloo (2)
+  detail    TORCH_DISTRIBUTED_DEBUG=DETAIL (c10d's checking wrapper) (2)
+  ctrl_c    Ctrl-C of a torchrun DDP job, GANG_TEST_CTRL_C_RUNS times in a
+            row (default 20): every rank gets KeyboardInterrupt, torchrun
+            ends with no worker left to kill (2)
 """
 import os
 import socket
@@ -53,6 +61,10 @@ CASES = [
     ("interrupt", (2,), {}),
     ("torchrun", (2,), {}),
     ("shrink", (4,), {}),
+    ("c10d", (3,), {}),
+    ("powersgd", (2,), {}),
+    ("detail", (2,), {"TORCH_DISTRIBUTED_DEBUG": "DETAIL"}),
+    ("ctrl_c", (2,), {}),
 ]
 
 
@@ -150,6 +162,53 @@ def torchrun(python, build, size, timeout=300):
     return [0 if ok else code or 1], out, time.time() - start
 
 
+def ctrl_c(python, build, size, runs):
+    """Ctrl-C (SIGINT to torchrun's process group, as a terminal sends it)
+    of a DDP job on gang, `runs` times: each time every rank must report
+    KeyboardInterrupt and torchrun must end well within its 30 s grace
+    before it SIGKILLs workers (a worker whose exit waits on a collective
+    stalls there)."""
+    import signal
+    start = time.time()
+    out_all = []
+    for run in range(runs):
+        env = base_env(build, tempfile.mkdtemp(prefix="gang-torch-ctrl-c-"))
+        cmd = [python, "-m", "torch.distributed.run", "--nproc_per_node", str(size),
+               "--master_addr", "127.0.0.1", "--master_port", str(free_port()), WORKER,
+               "ddp_until_interrupted"]
+        p = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                             universal_newlines=True, start_new_session=True)
+        lines = []
+        training = 0
+        for line in p.stdout:
+            lines.append(line)
+            # Ranks' lines may interleave: count, not lines.
+            training += line.count(": training")
+            if training >= size:
+                time.sleep(0.2 * (run % 5))  # at different points of a step
+                os.killpg(p.pid, signal.SIGINT)
+                break
+        interrupted = time.time()
+        try:
+            rest, _ = p.communicate(timeout=25)
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, signal.SIGKILL)
+            rest, _ = p.communicate()
+            out_all.append("".join(lines) + rest)
+            return [f"run {run}: torchrun still running 25 s after Ctrl-C"], \
+                "".join(out_all), time.time() - start
+        text = "".join(lines) + rest
+        took = time.time() - interrupted
+        got = text.count("KeyboardInterrupt at step")
+        if got != size or "Cannot extract" in text:
+            out_all.append(text)
+            return [f"run {run}: {got} of {size} ranks got KeyboardInterrupt"], \
+                "".join(out_all), time.time() - start
+        print(f"test_torch_backend: ctrl_c run {run}: {size} ranks interrupted, torchrun "
+              f"ended {took:.1f} s after Ctrl-C", flush=True)
+    return [0], "", time.time() - start
+
+
 def main():
     args = sys.argv[1:]
     python = sys.executable
@@ -189,6 +248,9 @@ def main():
         for size in sizes:
             if case == "torchrun":
                 codes, out, took = torchrun(python, build, size)
+            elif case == "ctrl_c":
+                codes, out, took = ctrl_c(python, build, size,
+                                          int(os.environ.get("GANG_TEST_CTRL_C_RUNS", "20")))
             else:
                 codes, out, took = launch(python, build, case, size, extra)
             # The failure case's last rank is killed (SIGKILL) on purpose.

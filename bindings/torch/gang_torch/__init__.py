@@ -7,6 +7,7 @@ does it when a program asks for "gang"); gang.torch builds its Python API
 
 import atexit
 
+import torch
 import torch.distributed as dist
 
 import gang  # noqa: F401  (loads libgang, which _C links against)
@@ -41,6 +42,37 @@ def register() -> None:
         return
     dist.Backend.register_backend(NAME, _create, extended_api=True, devices=["cpu", "cuda"])
 
+
+def _name_groups() -> None:
+    """ProcessGroup.name() is c10d's name for the type of a group's default
+    backend, which is "custom" for every backend registered from outside
+    torch; a group whose collectives run on gang says "gang", as a gloo
+    group says "gloo". ProcessGroup's own method is kept for every other
+    group."""
+    group_class = dist.ProcessGroup
+    original = group_class.name
+    if getattr(original, "_gang", False):
+        return
+
+    def name(self):
+        value = original(self)
+        if value != "custom":
+            return value
+        get = getattr(self, "get_backend", None) or self._get_backend
+        for device in ("cpu", "cuda"):
+            try:
+                if isinstance(get(torch.device(device)), GangBackend):
+                    return NAME
+            except RuntimeError:  # no backend for that device
+                continue
+        return value
+
+    name._gang = True
+    name.__doc__ = original.__doc__
+    group_class.name = name
+
+
+_name_groups()
 
 # Exit never waits on a collective: what is in flight is aborted.
 atexit.register(_C.shutdown_all)
