@@ -196,22 +196,16 @@ c10::intrusive_ptr<c10d::Work> GangBackend::issue_now(Plan plan, std::vector<at:
 }
 
 void GangBackend::run_blocking(const Step& step, const char* name) {
-  if (!on_signal_thread()) {
-    check(step(nullptr), name);
-    return;
-  }
-  gang_work_t* w = nullptr;
-  check(step(&w), name);
   gang_status_t status;
-  try {
-    status = wait_for(w, gang_);
-  } catch (...) {
-    gang_work_destroy(w);
-    throw;
+  {
+    BlockingCall call(gang_);
+    status = step(nullptr);
   }
-  std::exception_ptr error = status == GANG_OK ? nullptr : error_of(status, name);
-  gang_work_destroy(w);
-  if (error) std::rethrow_exception(error);
+  if (status == GANG_OK) return;
+  // Aborted by Ctrl-C: the handler's KeyboardInterrupt, not the abort.
+  std::exception_ptr error = error_of(status, name);
+  check_signals();
+  std::rethrow_exception(error);
 }
 
 template <typename Opts>

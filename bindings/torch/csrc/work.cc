@@ -33,18 +33,30 @@ bool on_signal_thread() {
   return signal_check != nullptr && std::this_thread::get_id() == signal_thread;
 }
 
-gang_status_t wait_for(gang_work_t* w, gang_t* gang) {
-  if (!on_signal_thread()) return gang_work_wait(w, -1);
-  for (;;) {
-    gang_status_t status = gang_work_wait(w, kSignalSlice);
-    if (status != GANG_IN_PROGRESS) return status;
-    try {
-      signal_check();
-    } catch (...) {
-      if (gang != nullptr) gang_abort(gang);
-      throw;
-    }
-  }
+void check_signals() {
+  if (on_signal_thread()) signal_check();
+}
+
+namespace {
+std::mutex blocking_mutex;
+gang_t* blocking_gang = nullptr;
+}  // namespace
+
+BlockingCall::BlockingCall(gang_t* gang) : on_(on_signal_thread()) {
+  if (!on_) return;
+  std::lock_guard<std::mutex> lock(blocking_mutex);
+  blocking_gang = gang;
+}
+
+BlockingCall::~BlockingCall() {
+  if (!on_) return;
+  std::lock_guard<std::mutex> lock(blocking_mutex);
+  blocking_gang = nullptr;
+}
+
+void abort_blocking() {
+  std::lock_guard<std::mutex> lock(blocking_mutex);
+  if (blocking_gang != nullptr) gang_abort(blocking_gang);
 }
 
 GangWork::GangWork(int rank, c10d::OpType type, uint64_t seq, const char* name,

@@ -22,19 +22,35 @@
 
 namespace gang_torch {
 
-// Ctrl-C: the Python module sets the thread that takes signals (Python's
-// main thread) and a check that throws when a signal handler raised there
-// (KeyboardInterrupt). Blocking waits on that thread run in slices, and a
-// throwing check aborts the gang and ends the wait with its exception, as
-// gang's own Python API does.
+// Ctrl-C. The Python module sets the thread that takes signals (Python's
+// main thread) and a check that throws what a pending signal handler
+// raised there (KeyboardInterrupt). A blocking call on that thread is one
+// call into gang, registered for the module's SIGINT watcher to abort
+// (abort_blocking); waits on a Work there run in slices with the check in
+// between. Either way the gang is aborted and the call ends with the
+// handler's exception, as in gang's own Python API.
 void set_signal_check(std::thread::id thread, void (*check)());
 
-// Waits for w; on the signal thread in slices (see set_signal_check),
-// aborting `gang` when a check throws. Returns w's status.
-gang_status_t wait_for(gang_work_t* w, gang_t* gang);
-
-// Whether this thread is the signal thread (its blocking waits are sliced).
+// Whether this thread is the signal thread.
 bool on_signal_thread();
+
+// Throws what a pending signal handler raises, on the signal thread.
+void check_signals();
+
+// Around a blocking call on the signal thread: the gang abort_blocking()
+// aborts (the watcher's side: async-signal-safe it need not be, it runs
+// on the watcher thread).
+class BlockingCall {
+ public:
+  explicit BlockingCall(gang_t* gang);
+  ~BlockingCall();
+  BlockingCall(const BlockingCall&) = delete;
+  BlockingCall& operator=(const BlockingCall&) = delete;
+
+ private:
+  bool on_ = false;
+};
+void abort_blocking();
 
 // Issues one gang operation: blocking with nullptr, else returns its work.
 using Step = std::function<gang_status_t(gang_work_t**)>;

@@ -40,7 +40,7 @@ def register() -> None:
     """Registers "gang" with torch.distributed (idempotent)."""
     if NAME.upper() in getattr(dist.Backend, "_plugins", {}):
         return
-    dist.Backend.register_backend(NAME, _create, extended_api=True, devices=["cpu", "cuda"])
+    dist.Backend.register_backend(NAME, _create, extended_api=True, devices=["cpu"])
 
 
 def _name_groups() -> None:
