@@ -1,6 +1,6 @@
 """torch_ddp: torch.distributed on gloo and on gang, side by side, in one run.
 
-    PYTHONPATH=build/bindings/python \\
+    PYTHONPATH=build/bindings/torch/torch-2.15.0/lib:build/bindings/python \\
       /var/cache/gang-torch-venv/torch-2.15.0/bin/torchrun --nproc_per_node N \\
       bench/torch_ddp.py [--quick] [--models 1M,8M,50M] [--sizes 8,64K,1M,16M]
 
@@ -8,11 +8,11 @@ Both rank counts, 2 and 4, with one command and one table (the script
 starts torchrun itself, once per count, and prints what rank 0 of each
 reported):
 
-    PYTHONPATH=build/bindings/python \\
+    PYTHONPATH=build/bindings/torch/torch-2.15.0/lib:build/bindings/python \\
       /var/cache/gang-torch-venv/torch-2.15.0/bin/python bench/torch_ddp.py --launch 2,4
 
 Each rank makes the default process group on the gang backend
-(init_process_group("gang"), which `import gang.torch` registers) and a
+(init_process_group("gang"): gang_torch, built by tests/torch/gang_torch_build.py) and a
 second group of the same ranks on gloo (new_group(backend="gloo")), then,
 in the same processes:
 
