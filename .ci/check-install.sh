@@ -267,7 +267,7 @@ module example.com/consumer
 
 go 1.19
 
-require gang.dev/gang v0.3.0
+require gang.dev/gang v0.4.0
 
 replace gang.dev/gang => $(dirname "$gomod")
 GOMOD

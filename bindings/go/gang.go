@@ -14,7 +14,7 @@ import (
 
 // Version is the version of gang this package belongs to (the library's
 // major.minor names the newest ABI node it exports: GANG_0.3 for 0.3.x).
-const Version = "0.3.0"
+const Version = "0.4.0"
 
 // LibraryVersion is the version of the libgang the program runs on.
 func LibraryVersion() string { return capi.Gang_version_string() }

@@ -54,6 +54,20 @@
 /* Rendezvous through a store written in Python (gang.torch). */
 %include "python_store.i"
 
+/* gang_recv_any as Python calls it: blocking (work is always false from
+ * the package, so Ctrl-C interrupts it), returning the sender. */
+%typemap(in, numinputs=0) int* sender (int value = -1) %{ $1 = &value; %}
+%typemap(argout) int* sender %{
+  $result = SWIG_Python_AppendOutput($result, PyLong_FromLong(value$argnum));
+%}
+%inline %{
+static gang_status_t gang_python_recv_any(gang_t* gang, void* buf, size_t count,
+                                          gang_dtype_t dtype, int tag,
+                                          gang_work_t** work, int* sender) {
+  return gang_recv_any(gang, buf, count, dtype, tag, sender, work);
+}
+%}
+
 /* A handle for the gang at an address another extension hands over (the
  * compiled torch backend's gang): borrowed, never destroyed from Python. */
 %inline %{

@@ -43,7 +43,7 @@ sources = ["backend.cc", "callbacks.cc", "errors.cc", "module.cc", "store.cc", "
 
 setup(
     name="gang-torch",
-    version="0.3.0",
+    version="0.4.0",
     description="gang as a torch.distributed backend (compiled against one torch release)",
     packages=["gang_torch"],
     install_requires=["gang", f"torch=={release}.*"],

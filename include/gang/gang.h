@@ -831,6 +831,21 @@ GANG_API gang_status_t gang_recv(gang_t* gang, void* buf, size_t count,
                                  gang_dtype_t dtype, int peer, int tag,
                                  gang_work_t** work);
 
+/** Receives count elements with tag from whichever rank sends them first
+ *  (MPI's MPI_ANY_SOURCE); *source is that rank, written once the receive
+ *  completes (like buf, borrowed until then). MPI's matching rules hold:
+ *  messages from one sender match in the order it sent them, and
+ *  receives match in the order they were posted, so a receive from a
+ *  named peer posted after this one cannot take a message this one could.
+ *  The message must have count elements of dtype (else
+ *  GANG_ERR_MISMATCH, naming the sender). CPU gangs (shm, gloo, shm+gloo);
+ *  GANG_ERR_UNSUPPORTED where the backend matches in issue order (CUDA)
+ *  or is a plugin's. Not inside a group (GANG_ERR_INVALID_ARGUMENT), nor
+ *  with source NULL. Added in 0.4. */
+GANG_API gang_status_t gang_recv_any(gang_t* gang, void* buf, size_t count,
+                                     gang_dtype_t dtype, int tag, int* source,
+                                     gang_work_t** work);
+
 /** Opens a group on this thread's use of the gang: the operations this
  *  thread issues until gang_group_end start together and complete as one
  *  work, so both sides of an exchange can send before they receive. Groups

@@ -198,6 +198,19 @@ GANG_API gang_status_t gang_recv(gang_t* g, void* buf, size_t count,
   GANG_ABI_CATCH
 }
 
+GANG_API gang_status_t gang_recv_any(gang_t* g, void* buf, size_t count,
+                                     gang_dtype_t dtype, int tag, int* source,
+                                     gang_work_t** work) {
+  GANG_ABI_TRY
+  static const char* const api = "gang_recv_any";
+  auto a = make(OpKind::kRecv, nullptr, buf, count, dtype, api);
+  a.root = gang::core::kAnySource;
+  a.tag = tag;
+  a.source = out_arg(source, api, "source");
+  return issue(g, std::move(a), work, api);
+  GANG_ABI_CATCH
+}
+
 GANG_API gang_status_t gang_group_start(gang_t* g) {
   GANG_ABI_TRY
   pin_gang(g, "gang_group_start")->group_start();

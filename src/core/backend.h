@@ -46,6 +46,8 @@ struct Capabilities {
   // it point-to-point operations are posted in issue order with everything
   // else (stream-ordered device backends; tag 0 only).
   bool tagged_p2p = true;
+  // Receives from any peer (kAnySource) are matched as MPI matches them.
+  bool any_source = false;
   // Operations are enqueued on a device stream (Operation::stream).
   bool stream_ordered = false;
   // Backend::split may make a sub-gang's backend from this one (it may

@@ -67,6 +67,9 @@ inline const char* op_api_name(OpKind kind) { return op_info(kind).api; }
 inline bool is_reduction(OpKind kind) { return op_info(kind).reducing; }
 inline bool is_p2p(OpKind kind) { return op_info(kind).p2p; }
 
+// The peer of a receive from whichever rank sends first (gang_recv_any).
+constexpr int kAnySource = -1;
+
 struct CollectiveArgs {
   OpKind kind = OpKind::kBarrier;
   const void* send = nullptr;
@@ -78,8 +81,12 @@ struct CollectiveArgs {
   size_t count = 0;
   DType dtype = DType::kUInt8;
   ReduceOp op = ReduceOp::kSum;
-  int root = 0;  // root, or the peer of send/recv
+  int root = 0;  // root, or the peer of send/recv (kAnySource: any peer)
   int tag = 0;
+  // A receive from any peer (root kAnySource) has one: where the sender's
+  // rank goes once it completes (the caller's, borrowed like recv). A peer
+  // of -1 without it is a bad argument.
+  int* source = nullptr;
   // Per-rank counts, copied from the caller so asynchronous operations own
   // them: all_gatherv and reduce_scatterv (recv_counts), all_to_allv (both).
   std::vector<size_t> recv_counts;

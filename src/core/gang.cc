@@ -72,6 +72,10 @@ void Gang::check(const CollectiveArgs& args) const {
     fail(Status::kUnsupported, op_api_name(args.kind),
          ": a fake gang has no peers to exchange messages with");
   }
+  if (args.kind == OpKind::kRecv && args.source != nullptr && !caps_->any_source) {
+    fail(Status::kUnsupported, "gang_recv_any: the ", backend_name(),
+         " backend cannot receive from any peer (it names the peer of every message)");
+  }
   if (is_p2p(args.kind) && !caps_->tagged_p2p && args.tag != 0) {
     fail(Status::kUnsupported, op_api_name(args.kind), ": tag ", args.tag,
          ": the ", backend_name(),
@@ -86,6 +90,10 @@ std::shared_ptr<Work> Gang::issue(CollectiveArgs args, bool async) {
     const auto me = std::this_thread::get_id();
     for (auto& [thread, ops] : groups_) {
       if (thread != me) continue;
+      if (args.kind == OpKind::kRecv && args.source != nullptr) {
+        fail(Status::kInvalidArgument,
+             "gang_recv_any: not inside a group (a group's messages name their peers)");
+      }
       if (async) {
         fail(Status::kInvalidArgument, op_api_name(args.kind),
              ": inside a group pass work == NULL; gang_group_end returns the "

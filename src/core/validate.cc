@@ -211,7 +211,8 @@ void validate(const CollectiveArgs& a, int rank, int size, bool emulated) {
       return;
     case OpKind::kSend:
     case OpKind::kRecv: {
-      c.rank_arg(a.root, "peer");
+      // A receive from any peer (gang_recv_any) is the one with a source.
+      if (a.source == nullptr) c.rank_arg(a.root, "peer");
       if (a.root == rank) {
         c.bad(str_cat("peer ", a.root, " is this rank; a rank cannot ",
                       a.kind == OpKind::kSend ? "send to" : "receive from",

@@ -330,6 +330,27 @@ def check_p2p():
     for w in dist.batch_isend_irecv(ops):
         w.wait()
     same(got6, make(prv, torch.int64, 6), "batch_isend_irecv")
+    # Receives from any source (dist.recv without src returns the sender),
+    # blocking and with irecv: every other rank sends rank 0 two messages.
+    if RANK == 0:
+        seen = {}
+        for i in range(2 * (SIZE - 1)):
+            t = torch.zeros(5)
+            if i % 2 == 0:
+                src = dist.recv(t, tag=11)
+            else:
+                w = dist.irecv(t, tag=11)
+                w.wait()
+                src = w._source_rank()
+            check(0 < src < SIZE, f"recv from any source: sender {src}")
+            k = seen.get(src, 0)
+            same(t, make(src + 10 * k, torch.float32, 5), f"message {k} of rank {src}")
+            seen[src] = k + 1
+        check(seen == {r: 2 for r in range(1, SIZE)}, f"senders {seen}")
+    else:
+        for k in range(2):
+            dist.send(make(RANK + 10 * k, torch.float32, 5), 0, tag=11)
+    dist.barrier()
 
 
 def check_objects():

@@ -652,6 +652,14 @@ class Gang:
         return self._done(capi.gang_recv(self._h, mv, n, dt, src, _index("tag", tag),
                                     self._mode(async_op)), out, mv)
 
+    def recv_any(self, out: Any, tag: int = 0, *, dtype: Any = None) -> int:
+        """Receives into out the first message with `tag` from any rank
+        (MPI's ANY_SOURCE: one sender's messages in the order it sent them,
+        receives in the order they were posted); returns the sender's rank.
+        Blocking. CPU gangs only."""
+        mv, dt, n = self._view(out, writable=True, dtype=dtype, what="out")
+        return int(capi.gang_python_recv_any(self._h, mv, n, dt, _index("tag", tag), False))
+
     @contextlib.contextmanager
     def group(self) -> Any:
         """Issues the operations of a with-block together, so that both

@@ -99,6 +99,18 @@ def _collectives(size):
             elif r == n - 1:
                 np.testing.assert_array_equal(g.recv(np.empty(3, np.uint32), src=0, tag=7),
                                               np.arange(3))
+            # recv_any: every other rank sends rank 0 its rank; rank 0 learns
+            # the senders from the messages' arrival, not from a list.
+            if r == 0:
+                senders = set()
+                for _ in range(n - 1):
+                    got = np.empty(2, np.int64)
+                    src = g.recv_any(got, tag=9)
+                    np.testing.assert_array_equal(got, [src, src * 3])
+                    senders.add(src)
+                assert senders == set(range(1, n))
+            else:
+                g.send(np.array([r, r * 3], np.int64), dst=0, tag=9)
 
         # async collectives return a Work; its result is the output.
         x = np.ones(1000, dtype=np.float32)

@@ -163,14 +163,18 @@ void GangBackend::shutdown_all() {
 
 c10::intrusive_ptr<c10d::Work> GangBackend::issue_now(Plan plan, std::vector<at::Tensor> outputs,
                                                       bool async_op, c10d::OpType type,
-                                                      const char* name) {
+                                                      const char* name,
+                                                      std::shared_ptr<int> source) {
   uint64_t seq = ++seq_;
   if (!async_op || sync_mode() || plan.steps.empty()) {
     for (auto& s : plan.steps) run_blocking(s, name);
     for (auto& fn : plan.after) fn();
-    return GangWork::done(getRank(), type, seq, name, std::move(outputs));
+    auto done = GangWork::done(getRank(), type, seq, name, std::move(outputs));
+    done->set_source(std::move(source));
+    return done;
   }
   auto work = c10::make_intrusive<GangWork>(getRank(), type, seq, name, outputs, gang_);
+  work->set_source(std::move(source));
   std::vector<gang_work_t*> works;
   works.reserve(plan.steps.size());
   gang_status_t failed = GANG_OK;
@@ -718,6 +722,23 @@ c10::intrusive_ptr<c10d::Work> GangBackend::recv(std::vector<at::Tensor>& tensor
     });
   }
   return issue_now(std::move(plan), tensors, true, c10d::OpType::RECV, "recv");
+}
+
+c10::intrusive_ptr<c10d::Work> GangBackend::recvAnysource(std::vector<at::Tensor>& tensors,
+                                                          int tag) {
+  TORCH_CHECK(tensors.size() == 1, "gang: recv from any source takes one tensor, not ",
+              tensors.size());
+  Plan plan;
+  gang_t* g = gang_for(tensors[0]);
+  at::Tensor buf = flat_out(tensors[0], plan);
+  auto source = std::make_shared<int>(-1);
+  int* slot = source.get();
+  plan.step([g, buf, tag, slot](gang_work_t** w) {
+    Buffer b = movable(buf);
+    return gang_recv_any(g, b.data, b.count, b.dtype, tag, slot, w);
+  });
+  return issue_now(std::move(plan), tensors, true, c10d::OpType::RECVANYSOURCE, "recv",
+                   std::move(source));
 }
 
 // ---- barriers ------------------------------------------------------------

@@ -91,6 +91,8 @@ class GangBackend : public c10d::Backend {
                                       int tag) override;
   c10::intrusive_ptr<c10d::Work> recv(std::vector<at::Tensor>& tensors, int src,
                                       int tag) override;
+  c10::intrusive_ptr<c10d::Work> recvAnysource(std::vector<at::Tensor>& tensors,
+                                               int tag) override;
   c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions& opts) override;
   void monitoredBarrier(const c10d::BarrierOptions& opts, bool wait_all_ranks) override;
 
@@ -109,7 +111,8 @@ class GangBackend : public c10d::Backend {
   c10::intrusive_ptr<c10d::Work> issue(Plan plan, std::vector<at::Tensor> outputs,
                                        const Opts& opts, c10d::OpType type, const char* name);
   c10::intrusive_ptr<c10d::Work> issue_now(Plan plan, std::vector<at::Tensor> outputs,
-                                           bool async_op, c10d::OpType type, const char* name);
+                                           bool async_op, c10d::OpType type, const char* name,
+                                           std::shared_ptr<int> source = nullptr);
   void stop(std::chrono::milliseconds grace);
   // Issues step and waits for it (interruptibly: see wait_for).
   void run_blocking(const Step& step, const char* name);

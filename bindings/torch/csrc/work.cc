@@ -127,8 +127,10 @@ c10::intrusive_ptr<c10::ivalue::Future> GangWork::getFuture() {
 }
 
 int GangWork::sourceRank() const {
-  TORCH_CHECK(source_ >= 0, "gang: sourceRank() belongs to a receive from any source");
-  return source_;
+  TORCH_CHECK(source_ != nullptr, "gang: sourceRank() belongs to a receive from any source");
+  std::lock_guard<std::mutex> lock(mutex_);
+  TORCH_CHECK(completed_, "gang: sourceRank() of a receive that has not completed");
+  return *source_;
 }
 
 void GangWork::abort() {

@@ -86,7 +86,8 @@ class GangWork : public c10d::Work {
   bool poll();                // true once every gang work ended
   bool drive(int64_t wait_ms);  // waits up to wait_ms (-1: until the end)
   void finish();              // runs what follows, completes work and future
-  void set_source(int rank) { source_ = rank; }
+  // A receive from any peer: where gang writes the sender.
+  void set_source(std::shared_ptr<int> slot) { source_ = std::move(slot); }
 
  private:
   bool settle(size_t i, gang_status_t status);
@@ -101,7 +102,7 @@ class GangWork : public c10d::Work {
   gang_status_t status_ = GANG_OK;
   std::exception_ptr error_;
   c10::intrusive_ptr<c10::ivalue::Future> future_;
-  int source_ = -1;
+  std::shared_ptr<int> source_;
 };
 
 // One thread per backend, started on the first asynchronous call.

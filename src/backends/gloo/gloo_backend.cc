@@ -39,6 +39,7 @@ GlooBackend::GlooBackend(const core::BackendConfig& config,
       waits_(std::make_shared<Waits>()),
       algorithm_(algorithm) {
   caps_.uses_store_later = false;  // the addresses are read at creation
+  caps_.any_source = true;         // gloo_p2p.cc
 }
 
 GlooBackend::~GlooBackend() = default;
@@ -48,7 +49,7 @@ core::BackendWorkPtr GlooBackend::post(const core::Operation& op) {
   if (!view_) fail(Status::kInternal, "gloo: an operation of a gang of one reached the backend");
   if (waits_->aborted()) fail(Status::kAborted, "the gang was aborted");
   if (core::is_p2p(op.args.kind)) {
-    return std::make_unique<GlooP2PWork>(view_, waits_, op);
+    return std::make_unique<GlooP2PWork>(view_, waits_, any_order_, op);
   }
   if (Clock::now() >= op.deadline) {
     throw core::timed_out(text("the other ranks (the deadline passed before the operation began)"));

@@ -11,6 +11,7 @@
 
 #include "backends/gloo/gloo_collectives.h"
 #include "backends/gloo/gloo_frames.h"
+#include "backends/gloo/gloo_p2p.h"
 #include "backends/gloo/gloo_view.h"
 #include "core/backend.h"
 
@@ -46,6 +47,8 @@ class GlooBackend final : public core::Backend {
   // Every buffer someone may wait on; shared with the point-to-point works,
   // which may outlive the backend.
   std::shared_ptr<Waits> waits_;
+  // The order of receives from any peer (gloo_p2p.h); shared likewise.
+  std::shared_ptr<AnyOrder> any_order_ = std::make_shared<AnyOrder>();
   Scratch scratch_[3];  // per core::Channel
   Algorithm algorithm_;
 };

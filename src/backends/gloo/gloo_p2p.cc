@@ -1,6 +1,7 @@
 #include "backends/gloo/gloo_p2p.h"
 
 #include <chrono>
+#include <algorithm>
 #include <cstring>
 
 #include "backends/gloo/gloo_errors.h"
@@ -28,12 +29,80 @@ constexpr uint8_t kControlP2PFramePrefix = 0x47;
 
 }  // namespace
 
+uint64_t AnyOrder::any_posted(Key key) {
+  std::lock_guard<std::mutex> lock(mu_);
+  State& st = states_[key];
+  const uint64_t ticket = st.next_ticket++;
+  st.waiting.push_back(ticket);
+  return ticket;
+}
+
+void AnyOrder::named(Key key, uint64_t id, std::function<void()> post) {
+  std::lock_guard<std::mutex> lock(mu_);
+  State& st = states_[key];
+  if (st.waiting.empty() && st.held.empty()) {
+    post();
+    return;
+  }
+  st.held.push_back({id, st.next_ticket, std::move(post)});
+}
+
+void AnyOrder::withdraw(Key key, uint64_t id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto& held = states_[key].held;
+  held.erase(std::remove_if(held.begin(), held.end(),
+                            [id](const State::Held& h) { return h.id == id; }),
+             held.end());
+}
+
+void AnyOrder::settle_locked(State& st, uint64_t ticket) {
+  st.waiting.erase(std::remove(st.waiting.begin(), st.waiting.end(), ticket),
+                   st.waiting.end());
+  // A held receive goes once every receive from any peer posted before it
+  // has its message; later ones it precedes.
+  while (!st.held.empty() &&
+         (st.waiting.empty() || st.waiting.front() >= st.held.front().before)) {
+    std::function<void()> post = std::move(st.held.front().post);
+    st.held.pop_front();
+    post();
+  }
+}
+
+bool AnyOrder::framed(Key key, uint64_t ticket, const std::function<void()>& post_payload,
+                      std::chrono::steady_clock::time_point until) {
+  std::unique_lock<std::mutex> lock(mu_);
+  State& st = states_[key];
+  const bool turn = cv_.wait_until(lock, until, [&] {
+    return !st.waiting.empty() && st.waiting.front() == ticket;
+  });
+  if (turn) {
+    try {
+      post_payload();
+    } catch (...) {
+      settle_locked(st, ticket);
+      cv_.notify_all();
+      throw;
+    }
+  }
+  settle_locked(st, ticket);
+  cv_.notify_all();
+  return turn;
+}
+
+void AnyOrder::gave_up(Key key, uint64_t ticket) {
+  std::lock_guard<std::mutex> lock(mu_);
+  settle_locked(states_[key], ticket);
+  cv_.notify_all();
+}
+
 GlooP2PWork::GlooP2PWork(std::shared_ptr<::gloo::Context> ctx,
-                         std::shared_ptr<Waits> waits,
+                         std::shared_ptr<Waits> waits, std::shared_ptr<AnyOrder> order,
                          const core::Operation& op)
     : ctx_(std::move(ctx)),
       is_send_(op.args.kind == OpKind::kSend),
+      any_(!is_send_ && op.args.root == core::kAnySource),
       peer_(op.args.root),
+      source_(op.args.source),
       tag_(op.args.tag),
       channel_(op.channel),
       dtype_(op.args.dtype),
@@ -42,13 +111,13 @@ GlooP2PWork::GlooP2PWork(std::shared_ptr<::gloo::Context> ctx,
       data_(is_send_ ? const_cast<void*>(op.args.send) : op.args.recv),
       deadline_(op.deadline),
       waits_(std::move(waits)),
+      order_(std::move(order)),
+      order_key_(AnyOrder::key(static_cast<int>(op.channel), op.args.tag)),
       frame_(new uint8_t[sizeof(Frame)]) {
   const bool control = channel_ == core::Channel::kControl;
   const uint64_t tag = static_cast<uint32_t>(tag_);
-  const uint64_t frame_slot =
-      (uint64_t{control ? kControlP2PFramePrefix : kP2PFramePrefix} << 56) | tag;
-  const uint64_t payload_prefix =
-      uint64_t{control ? kControlP2PPayloadPrefix : kP2PPayloadPrefix} << 56;
+  frame_slot_ = (uint64_t{control ? kControlP2PFramePrefix : kP2PFramePrefix} << 56) | tag;
+  payload_prefix_ = uint64_t{control ? kControlP2PPayloadPrefix : kP2PPayloadPrefix} << 56;
   try {
     frame_buf_ = std::make_unique<WaitableBuffer>(ctx_, waits_, frame_.get(),
                                                   sizeof(Frame));
@@ -59,36 +128,79 @@ GlooP2PWork::GlooP2PWork(std::shared_ptr<::gloo::Context> ctx,
         copy_bytes(f.data, data_, bytes_);
       }
       std::memcpy(frame_.get(), &f, sizeof f);
-      (*frame_buf_)->send(peer_, frame_slot);
-    } else {
-      (*frame_buf_)->recv(peer_, frame_slot);
-    }
-    if (bytes_ > kInlineBytes) {
-      payload_buf_ = std::make_unique<WaitableBuffer>(ctx_, waits_, data_, bytes_);
-      // Chunks of kChunkBytes, then one per set bit of the rest, largest
-      // first, each on a slot that names its size (as a power of two): a
-      // chunk only ever meets a receive of its own size, even between ranks
-      // that disagree on the count, where a longer message than the receive
-      // would make Gloo abort the process; the frame reports the
-      // disagreement.
-      size_t off = 0;
-      auto post = [&](size_t n, unsigned log2) {
-        const uint64_t sl = payload_prefix | (uint64_t{log2} << 31) | tag;
-        if (is_send_) {
-          (*payload_buf_)->send(peer_, sl, off, n);
-        } else {
-          (*payload_buf_)->recv(peer_, sl, off, n);
-        }
-        off += n;
-        ++chunks_;
-      };
-      while (bytes_ - off >= kChunkBytes) post(kChunkBytes, kChunkLog2);
-      for (unsigned b = kChunkLog2; b-- > 0;) {
-        if (((bytes_ - off) >> b) & 1) post(size_t{1} << b, b);
+      (*frame_buf_)->send(peer_, frame_slot_);
+      post_payload();
+    } else if (peer_ == core::kAnySource) {
+      // From whichever rank's frame comes first (Gloo gives one sender's
+      // frames in order, and receives from any peer in the order they were
+      // posted); its payload once the frame names the sender, in turn
+      // (AnyOrder). Its own thread waits for the frame from the start:
+      // named receives may be held back behind it, whoever waits on them.
+      ticket_ = order_->any_posted(order_key_);
+      std::vector<int> others;
+      for (int r = 0; r < ctx_->size; ++r) {
+        if (r != ctx_->rank) others.push_back(r);
       }
+      try {
+        (*frame_buf_)->recv(others, frame_slot_);
+      } catch (...) {
+        order_->gave_up(order_key_, ticket_);
+        throw;
+      }
+      std::lock_guard<std::mutex> lock(mu_);
+      claimed_ = true;
+      waiter_ = std::thread([this] { await(); });
+    } else {
+      order_id_ = order_->next_id();
+      order_->named(order_key_, order_id_, [this] { post_frame_and_payload(); });
+      std::lock_guard<std::mutex> lock(mu_);
+      if (post_error_) std::rethrow_exception(post_error_);
     }
   } catch (const ::gloo::Exception& e) {
     rethrow_gloo(e, deadline_, waits_->aborted(), *ctx_, peer_);
+  }
+}
+
+// A named receive's transfers, now or once the receives from any peer
+// before it have their messages (AnyOrder). Gloo's errors are kept for
+// await: this may run on another receive's thread.
+void GlooP2PWork::post_frame_and_payload() {
+  std::exception_ptr error;
+  try {
+    (*frame_buf_)->recv(peer_, frame_slot_);
+    post_payload();
+  } catch (...) {
+    error = std::current_exception();
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  posted_ = true;
+  post_error_ = error;
+  cv_.notify_all();
+}
+
+// Chunks of kChunkBytes, then one per set bit of the rest, largest first,
+// each on a slot that names its size (as a power of two): a chunk only ever
+// meets a receive of its own size, even between ranks that disagree on the
+// count, where a longer message than the receive would make Gloo abort the
+// process; the frame reports the disagreement.
+void GlooP2PWork::post_payload() {
+  if (bytes_ <= kInlineBytes) return;
+  const uint64_t tag = static_cast<uint32_t>(tag_);
+  payload_buf_ = std::make_unique<WaitableBuffer>(ctx_, waits_, data_, bytes_);
+  size_t off = 0;
+  auto post = [&](size_t n, unsigned log2) {
+    const uint64_t sl = payload_prefix_ | (uint64_t{log2} << 31) | tag;
+    if (is_send_) {
+      (*payload_buf_)->send(peer_, sl, off, n);
+    } else {
+      (*payload_buf_)->recv(peer_, sl, off, n);
+    }
+    off += n;
+    ++chunks_;
+  };
+  while (bytes_ - off >= kChunkBytes) post(kChunkBytes, kChunkLog2);
+  for (unsigned b = kChunkLog2; b-- > 0;) {
+    if (((bytes_ - off) >> b) & 1) post(size_t{1} << b, b);
   }
 }
 
@@ -101,8 +213,23 @@ GlooP2PWork::~GlooP2PWork() {
     std::lock_guard<std::mutex> lock(mu_);
     completed = done_ && status_ == Status::kOk;
   }
+  if (!is_send_ && !any_) {
+    order_->withdraw(order_key_, order_id_);  // a post not made is never made now
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!posted_) return;  // nothing was posted: nothing to fence
+  }
   if (!completed && frame_buf_) {
-    if (View* view = as_view(*ctx_)) view->fence({peer_});
+    if (View* view = as_view(*ctx_)) {
+      if (peer_ != core::kAnySource) {
+        view->fence({peer_});
+      } else {  // a frame receive posted to every other rank
+        std::vector<int> others;
+        for (int r = 0; r < ctx_->size; ++r) {
+          if (r != ctx_->rank) others.push_back(r);
+        }
+        view->fence(others);
+      }
+    }
   }
 }
 
@@ -145,10 +272,52 @@ void GlooP2PWork::await() {
         }
         return l;
       };
-      const bool frame_ok = is_send_ ? (*frame_buf_)->waitSend(left())
-                                     : (*frame_buf_)->waitRecv(left());
+      bool frame_ok;
+      if (is_send_) {
+        frame_ok = (*frame_buf_)->waitSend(left());
+      } else if (any_) {
+        int sender = -1;
+        try {
+          frame_ok = (*frame_buf_)->waitRecv(&sender, left());
+          if (frame_ok) {
+            // Gloo names the mesh's rank; the gang's is what counts here.
+            if (View* view = as_view(*ctx_)) sender = view->view_rank(sender);
+            if (sender < 0 || sender >= ctx_->size) {
+              fail(Status::kInternal, "gang_recv_any: a frame from a rank outside the gang");
+            }
+            {
+              std::lock_guard<std::mutex> lock(mu_);
+              peer_ = sender;
+            }
+            // Its payload only once the frame says it is the message
+            // asked for (a payload of another size would never match).
+            check_received_frame();
+          }
+        } catch (...) {
+          order_->gave_up(order_key_, ticket_);
+          throw;
+        }
+        if (frame_ok &&
+            !order_->framed(order_key_, ticket_, [this] { post_payload(); }, deadline_)) {
+          throw core::timed_out(text(rank_list({peer_}), " (its payload's turn did not come "
+                                                         "before the deadline)"));
+        }
+        if (!frame_ok) order_->gave_up(order_key_, ticket_);
+      } else {
+        {
+          // A named receive held back behind receives from any peer.
+          std::unique_lock<std::mutex> lock(mu_);
+          if (!cv_.wait_until(lock, deadline_, [this] { return posted_; })) {
+            lock.unlock();
+            throw core::timed_out(text(rank_list({peer_}), " (the receive waited behind "
+                                                           "receives from any rank)"));
+          }
+          if (post_error_) std::rethrow_exception(post_error_);
+        }
+        frame_ok = (*frame_buf_)->waitRecv(left());
+        if (frame_ok) check_received_frame();
+      }
       if (!frame_ok) fail(Status::kAborted, "the gang was aborted");
-      if (!is_send_) check_received_frame();
       for (size_t i = 0; i < chunks_; ++i) {
         const bool ok = is_send_ ? (*payload_buf_)->waitSend(left())
                                  : (*payload_buf_)->waitRecv(left());
@@ -161,6 +330,7 @@ void GlooP2PWork::await() {
     status = e.status();
     what = e.what();
   }
+  if (status == Status::kOk && source_ != nullptr) *source_ = peer_;
   std::lock_guard<std::mutex> lock(mu_);
   done_ = true;
   status_ = status;

@@ -13,6 +13,7 @@
 #include <gloo/transport/tcp/device.h>
 #include <gloo/transport/tcp/loop.h>
 #include <gloo/transport/tcp/pair.h>
+#include <gloo/transport/tcp/unbound_buffer.h>
 
 #include <array>
 #include <atomic>
@@ -458,6 +459,26 @@ class MeshPairs final : public tcp::Context, public Mesh {
         delete c;
         c = older;
       }
+    }
+  }
+
+  // Gloo's Context::recvFromAny over this mesh's own pairs (Gloo's reads
+  // the base class's, which a mesh leaves empty): connects to each sender,
+  // takes a send already announced by one of them, else leaves the
+  // receive for the first pair a matching send arrives on.
+  void recv_from_any(tcp::UnboundBuffer* buf, uint64_t slot, size_t offset, size_t nbytes,
+                     std::vector<int> from) override {
+    uint32_t generation = 0;
+    for (int peer : from) pair(peer, &generation);
+    for (;;) {
+      const int peer = recvFromAnyFindRank(buf, slot, offset, nbytes, from);
+      if (peer < 0) return;
+      auto* p = dynamic_cast<tcp::Pair*>(pair(peer, &generation).get());
+      if (p == nullptr) {
+        GLOO_THROW_INVALID_OPERATION_EXCEPTION("no pair of rank ", tcp::Context::rank,
+                                               " with rank ", peer);
+      }
+      if (p->tryRecv(buf, slot, offset, nbytes)) return;
     }
   }
 

@@ -5,7 +5,10 @@
 // derive from gloo::transport::tcp::Pair, close the listening socket Pair
 // opens and adopt or make their own connection; MeshPairs derives from
 // tcp::Context to hand Gloo those pairs; a view's buffers and transport
-// (gloo_view.cc) derive from tcp::UnboundBuffer and tcp::Context. That
+// (gloo_view.cc) derive from tcp::UnboundBuffer and tcp::Context; a receive
+// from any rank registers with MeshPairs through tcp::Context's
+// recvFromAnyFindRank and tcp::Pair::tryRecv (Gloo's own recvFromAny reads
+// the base class's pair table, which a mesh leaves empty). That
 // reaches into what Gloo does not promise (the pair's state_, fd_, self_,
 // device_ and lock; the device's descriptor table; the layout of
 // compat/gloo/common/memory.h where Debian lacks the header). It stays in
@@ -68,6 +71,10 @@ namespace gang::store {
 class Store;
 }
 
+namespace gloo::transport::tcp {
+class UnboundBuffer;
+}  // namespace gloo::transport::tcp
+
 namespace gang::backends::gloo_impl {
 
 // A connection made on first use that did not come within the gang's
@@ -99,6 +106,11 @@ class Mesh {
   // the peer, or broken), as far as a look without waiting can tell; such a
   // connection is made again on its next use.
   virtual bool broken(int peer) = 0;
+  // Registers `buf` for a receive on `slot` from whichever of the mesh
+  // ranks `from` sends first (Gloo's receive from any rank, which the
+  // pairs look up in the mesh's context, not in a view's).
+  virtual void recv_from_any(::gloo::transport::tcp::UnboundBuffer* buf, uint64_t slot,
+                             size_t offset, size_t nbytes, std::vector<int> from) = 0;
   // The gangs that use this mesh now, and whether it ever served more than
   // one (gloo_view.h counts them).
   std::atomic<int> gangs{0};

@@ -19,8 +19,9 @@ namespace {
 class SpacedBuffer final : public tcp::UnboundBuffer {
  public:
   SpacedBuffer(const std::shared_ptr<tcp::Context>& context, void* ptr, size_t size,
-               uint64_t space)
-      : tcp::UnboundBuffer(context, ptr, size), space_(space << kSpaceShift) {}
+               uint64_t space, std::shared_ptr<Mesh> mesh, std::vector<int> members)
+      : tcp::UnboundBuffer(context, ptr, size), space_(space << kSpaceShift),
+        mesh_(std::move(mesh)), members_(std::move(members)) {}
 
   void send(int dst, uint64_t slot, size_t offset, size_t nbytes) override {
     tcp::UnboundBuffer::send(dst, spaced(slot), offset, nbytes);
@@ -28,10 +29,23 @@ class SpacedBuffer final : public tcp::UnboundBuffer {
   void recv(int src, uint64_t slot, size_t offset, size_t nbytes) override {
     tcp::UnboundBuffer::recv(src, spaced(slot), offset, nbytes);
   }
-  void recv(std::vector<int>, uint64_t, size_t, size_t) override {
-    // The mesh's pairs look for such receives in the mesh's context, not
-    // in a view's.
-    GLOO_THROW_INVALID_OPERATION_EXCEPTION("a gang view receives from one rank at a time");
+  // From any of `srcs` (ranks of the view): registered with the mesh,
+  // whose pairs look such receives up; waitRecv's rank is then a mesh
+  // rank (View::view_rank turns it back).
+  void recv(std::vector<int> srcs, uint64_t slot, size_t offset, size_t nbytes) override {
+    if (nbytes == ::gloo::transport::UnboundBuffer::kUnspecifiedByteCount) {
+      nbytes = size - offset;
+    }
+    std::vector<int> from;
+    from.reserve(srcs.size());
+    for (int r : srcs) {
+      if (r < 0 || static_cast<size_t>(r) >= members_.size()) {
+        GLOO_THROW_INVALID_OPERATION_EXCEPTION("rank ", r, " is not in a gang of ",
+                                               members_.size());
+      }
+      from.push_back(members_[static_cast<size_t>(r)]);
+    }
+    mesh_->recv_from_any(this, spaced(slot), offset, nbytes, std::move(from));
   }
 
  private:
@@ -43,6 +57,8 @@ class SpacedBuffer final : public tcp::UnboundBuffer {
   }
 
   const uint64_t space_;
+  std::shared_ptr<Mesh> mesh_;
+  std::vector<int> members_;
 };
 
 }  // namespace
@@ -77,7 +93,8 @@ class ViewTransport final : public tcp::Context {
 
   std::unique_ptr<::gloo::transport::UnboundBuffer> createUnboundBuffer(void* ptr,
                                                                         size_t size) override {
-    return std::make_unique<SpacedBuffer>(shared_from_this(), ptr, size, space_);
+    return std::make_unique<SpacedBuffer>(shared_from_this(), ptr, size, space_, mesh_,
+                                          members_);
   }
 
   void fence(int peer) noexcept {
@@ -104,6 +121,7 @@ View::View(std::shared_ptr<Mesh> mesh, std::shared_ptr<::gloo::transport::Device
            int rank, std::vector<int> members, uint32_t space)
     : ::gloo::Context(rank, static_cast<int>(members.size())),
       mesh_(std::move(mesh)),
+      members_(members),
       space_(space) {
   auto tcp_device = std::dynamic_pointer_cast<tcp::Device>(device);
   if (!tcp_device) fail(Status::kInternal, "gloo: the device is not Gloo's TCP device");
@@ -115,6 +133,13 @@ View::View(std::shared_ptr<Mesh> mesh, std::shared_ptr<::gloo::transport::Device
 }
 
 View::~View() { mesh_->gangs.fetch_sub(1); }
+
+int View::view_rank(int mesh_rank) const {
+  for (size_t r = 0; r < members_.size(); ++r) {
+    if (members_[r] == mesh_rank) return static_cast<int>(r);
+  }
+  return -1;
+}
 
 void View::fence(const std::vector<int>& peers) noexcept {
   for (int p : peers) transport_->fence(p);

@@ -59,9 +59,13 @@ class View final : public ::gloo::Context {
   void fence(const std::vector<int>& peers) noexcept;
   // The ranks whose connection with this one failed, in rank order.
   std::vector<int> broken();
+  // This gang's rank of mesh rank `mesh_rank` (a receive from any rank
+  // reports the mesh's), or -1.
+  int view_rank(int mesh_rank) const;
 
  private:
   std::shared_ptr<Mesh> mesh_;
+  std::vector<int> members_;
   std::shared_ptr<ViewTransport> transport_;
   uint32_t space_;
 };

@@ -34,6 +34,7 @@ ShmBackend::ShmBackend(const core::BackendConfig& config,
   }
   caps_.warns_while_waiting = true;  // shm_wait.cc, naming the ranks
   caps_.uses_store_later = false;     // the segment is found at creation
+  caps_.any_source = true;            // shm_p2p.cc
   channels_[channel_index(core::Channel::kFingerprint)].broadcasts_meet = true;
   channels_[channel_index(core::Channel::kControl)].broadcasts_meet = true;
 }

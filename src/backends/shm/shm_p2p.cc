@@ -7,6 +7,7 @@
 #include <cstring>
 #include <deque>
 #include <mutex>
+#include <thread>
 #include <vector>
 
 #include "base/copy.h"
@@ -33,7 +34,9 @@ void ring(Mailbox& m) {
 struct P2POp {
   bool is_send;
   int channel;
-  int peer;
+  int peer;      // kAnySource until a receive from any peer claims a message
+  bool any = false;
+  int* source = nullptr;  // a receive from any peer: where its sender goes
   uint32_t tag;
   uint8_t* buf;
   uint64_t bytes;
@@ -59,6 +62,8 @@ class P2PEngine {
     p->is_send = a.kind == core::OpKind::kSend;
     p->channel = p2p_channel(op.channel);
     p->peer = a.root;
+    p->any = a.root == core::kAnySource;
+    p->source = a.source;
     p->tag = static_cast<uint32_t>(a.tag);
     p->buf = static_cast<uint8_t*>(p->is_send ? const_cast<void*>(a.send) : a.recv);
     p->bytes = a.count * core::dtype_size(a.dtype);
@@ -78,6 +83,18 @@ class P2PEngine {
 
   // Sleeps until the mailbox of `p` changes or a short while passes.
   void nap(const P2POp& p) {
+    int peer;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      peer = p.peer;
+    }
+    if (peer < 0) {  // any peer's mailbox may bring its message: look again soon
+      for (int i = 0; i < 64; ++i) sched_yield();
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+      std::lock_guard<std::mutex> lock(mu_);
+      progress_locked();
+      return;
+    }
     Mailbox& m = p.is_send ? seg_->mailbox(p.channel, me_, p.peer)
                            : seg_->mailbox(p.channel, p.peer, me_);
     const uint32_t seen = m.bell.load(std::memory_order_acquire);
@@ -95,6 +112,13 @@ class P2PEngine {
   }
 
   const Waiter& waiter() const { return *waiter_; }
+
+  // The peer of p: kAnySource while a receive from any peer has claimed
+  // nothing yet.
+  int peer_of(const P2POp& p) {
+    std::lock_guard<std::mutex> lock(mu_);
+    return p.peer;
+  }
 
  private:
   void progress_locked() {
@@ -170,42 +194,95 @@ class P2PEngine {
     if (at == p.bytes) p.done = true;
   }
 
-  void progress_recv(P2POp& p) {
-    Mailbox& m = seg_->mailbox(p.channel, p.peer, me_);
-    if (p.id < 0) {
-      // Only one message streams per mailbox; and earlier receives of this
-      // mailbox claim first.
-      if (m.claim.load(std::memory_order_acquire) != 0) return;
-      for (const auto& other : pending_) {
-        if (other.get() == &p) break;
-        if (!other->is_send && other->channel == p.channel && other->peer == p.peer &&
-            (other->id >= 0 || other->tag == p.tag)) {
-          return;
-        }
-      }
-      MsgHeader* best = nullptr;
-      for (MsgHeader& h : m.ring) {
-        if (h.state.load(std::memory_order_acquire) == kPosted && h.tag == p.tag &&
-            (best == nullptr || h.id < best->id)) {
-          best = &h;
-        }
-      }
-      if (best == nullptr) return;
-      if (best->bytes != p.bytes) {
-        best->expected = p.bytes;
-        const uint64_t sent = best->bytes;
-        best->state.store(kRejected, std::memory_order_release);
-        ring(m);
-        fail(Status::kMismatch, "gang_recv: rank ", p.peer, " sends ", sent,
-             " bytes with tag ", p.tag, " where rank ", me_, " receives ", p.bytes);
-      }
-      best->state.store(kClaimed, std::memory_order_release);
-      m.filled.store(0, std::memory_order_relaxed);
-      m.drained.store(0, std::memory_order_relaxed);
-      p.id = static_cast<int64_t>(best->id);
-      m.claim.store(best->id + 1, std::memory_order_release);
-      ring(m);
+  // Whether an earlier receive than p (in pending_, on p's channel) takes
+  // precedence for a message from `peer` with p's tag: one of that peer's
+  // already streaming, or one that could match it and was posted first (a
+  // receive from that peer with the tag, or from any peer with the tag).
+  bool earlier_claims(const P2POp& p, int peer) const {
+    for (const auto& other : pending_) {
+      if (other.get() == &p) break;
+      if (other->is_send || other->channel != p.channel) continue;
+      if (other->peer == peer && (other->id >= 0 || other->tag == p.tag)) return true;
+      if (other->peer < 0 && other->tag == p.tag) return true;
     }
+    return false;
+  }
+
+  // The oldest message posted in m with tag, or null.
+  static MsgHeader* oldest(Mailbox& m, uint32_t tag) {
+    MsgHeader* best = nullptr;
+    for (MsgHeader& h : m.ring) {
+      if (h.state.load(std::memory_order_acquire) == kPosted && h.tag == tag &&
+          (best == nullptr || h.id < best->id)) {
+        best = &h;
+      }
+    }
+    return best;
+  }
+
+  // p claims the message h of peer's mailbox m: it streams next.
+  void claim(P2POp& p, int peer, Mailbox& m, MsgHeader& h) {
+    if (h.bytes != p.bytes) {
+      h.expected = p.bytes;
+      const uint64_t sent = h.bytes;
+      h.state.store(kRejected, std::memory_order_release);
+      ring(m);
+      fail(Status::kMismatch, p.any ? "gang_recv_any" : "gang_recv", ": rank ", peer,
+           " sends ", sent, " bytes with tag ", p.tag, " where rank ", me_, " receives ",
+           p.bytes);
+    }
+    h.state.store(kClaimed, std::memory_order_release);
+    m.filled.store(0, std::memory_order_relaxed);
+    m.drained.store(0, std::memory_order_relaxed);
+    p.peer = peer;
+    p.id = static_cast<int64_t>(h.id);
+    m.claim.store(h.id + 1, std::memory_order_release);
+    ring(m);
+  }
+
+  // A receive from any peer claims the oldest message with its tag of the
+  // first peer (from a rotating start) whose messages it may take now.
+  bool claim_any(P2POp& p) {
+    const int size = seg_->size();
+    for (int k = 0; k < size; ++k) {
+      const int peer = (next_any_ + k) % size;
+      if (peer == me_) continue;
+      Mailbox& m = seg_->mailbox(p.channel, peer, me_);
+      if (m.claim.load(std::memory_order_acquire) != 0) continue;
+      if (earlier_claims(p, peer)) continue;
+      MsgHeader* h = oldest(m, p.tag);
+      if (h == nullptr) continue;
+      next_any_ = (peer + 1) % size;
+      claim(p, peer, m, *h);
+      return true;
+    }
+    return false;
+  }
+
+  void progress_recv(P2POp& p) {
+    if (p.id < 0) {
+      if (p.any) {
+        // An earlier receive from any peer with this tag picks first.
+        for (const auto& other : pending_) {
+          if (other.get() == &p) break;
+          if (!other->is_send && other->channel == p.channel && other->peer < 0 &&
+              other->tag == p.tag) {
+            return;
+          }
+        }
+        if (!claim_any(p)) return;
+      } else {
+        // Only one message streams per mailbox; and earlier receives that
+        // could take it claim first.
+        Mailbox& m = seg_->mailbox(p.channel, p.peer, me_);
+        if (m.claim.load(std::memory_order_acquire) != 0) return;
+        if (earlier_claims(p, p.peer)) return;
+        MsgHeader* h = oldest(m, p.tag);
+        if (h == nullptr) return;
+        claim(p, p.peer, m, *h);
+      }
+    }
+    Mailbox& m = seg_->mailbox(p.channel, p.peer, me_);
     const uint64_t filled = m.filled.load(std::memory_order_acquire);
     uint64_t at = p.done_bytes;
     while (at < filled) {
@@ -223,6 +300,7 @@ class P2PEngine {
       m.ring[static_cast<uint64_t>(p.id) % kRing].state.store(kFree, std::memory_order_release);
       m.claim.store(0, std::memory_order_release);
       ring(m);
+      if (p.source != nullptr) *p.source = p.peer;
       p.done = true;
     }
   }
@@ -233,6 +311,7 @@ class P2PEngine {
   std::mutex mu_;
   std::deque<std::shared_ptr<P2POp>> pending_;
   std::vector<uint64_t> next_id_;  // per channel and peer: the next send's id
+  int next_any_ = 0;               // where a receive from any peer looks first
 };
 
 namespace {
@@ -252,7 +331,8 @@ class P2PWork final : public core::BackendWork {
       const auto now = Clock::now();
       if (now >= next_look) {
         try {
-          engine_->waiter().check_alive(op_->peer);
+          const int peer = engine_->peer_of(*op_);
+          if (peer >= 0) engine_->waiter().check_alive(peer);
         } catch (const Error&) {
           // A peer may finish its side and exit between the look above
           // and this one: what it left decides.
@@ -262,7 +342,12 @@ class P2PWork final : public core::BackendWork {
         next_look = now + std::chrono::milliseconds(100);
       }
       if (now >= op_->deadline) {
-        throw core::timed_out(text("rank ", Rank{op_->peer}, " (it did not ",
+        const int peer = engine_->peer_of(*op_);
+        if (peer < 0) {
+          throw core::timed_out(text("any rank (none sent a message with tag ", op_->tag,
+                                     " before the deadline)"));
+        }
+        throw core::timed_out(text("rank ", Rank{peer}, " (it did not ",
                                    op_->is_send ? "receive" : "send", " before the deadline)"));
       }
       if (now >= until) return false;
