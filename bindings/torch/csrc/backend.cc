@@ -82,9 +82,6 @@ std::string options_name(const O& options) {
 
 std::string gang_name(const std::string& group_name) { return "torch.pg" + group_name; }
 
-// Rank r's input and output sizes: elements, counted in the dtype each is
-// moved in (bytes for dtypes gang does not know).
-size_t moved_count(const at::Tensor& t) { return movable(t.is_contiguous() ? t : t.contiguous()).count; }
 
 }  // namespace
 
@@ -92,7 +89,7 @@ GangBackend::GangBackend(const c10::intrusive_ptr<c10d::Store>& store, int rank,
                          std::chrono::milliseconds timeout, std::string group_name)
     : c10d::Backend(rank, size),
       store_(std::make_shared<StoreHandle>(store, millis(timeout))),
-      options_(c10::make_intrusive<Options>("gang", timeout)),
+      options_(c10::make_intrusive<Options>("gang", std::chrono::milliseconds(millis(timeout)))),
       name_(std::move(group_name)),
       completer_(name_) {
   name_options(*options_, name_);
@@ -791,7 +788,7 @@ void GangBackend::monitoredBarrier(const c10d::BarrierOptions& opts, bool wait_a
   if (rank != 0) {
     gang_work_t* sent = nullptr;
     gang_work_t* answer = nullptr;
-    check(gang_send(gang_, const_cast<uint8_t*>(&token), 1, GANG_UINT8, 0, kMonitorTag, &sent), "monitored_barrier");
+    check(gang_send(gang_, &token, 1, GANG_UINT8, 0, kMonitorTag, &sent), "monitored_barrier");
     check(gang_recv(gang_, &tokens[0], 1, GANG_UINT8, 0, kMonitorTag, &answer),
           "monitored_barrier");
     bool ok = arrived(sent, "monitored_barrier") && arrived(answer, "monitored_barrier");
@@ -830,7 +827,7 @@ void GangBackend::monitoredBarrier(const c10d::BarrierOptions& opts, bool wait_a
   }
   std::vector<gang_work_t*> answers(size, nullptr);
   for (int r = 1; r < size; ++r) {
-    check(gang_send(gang_, const_cast<uint8_t*>(&token), 1, GANG_UINT8, r, kMonitorTag, &answers[r]),
+    check(gang_send(gang_, &token, 1, GANG_UINT8, r, kMonitorTag, &answers[r]),
           "monitored_barrier");
   }
   for (int r = 1; r < size; ++r) arrived(answers[r], "monitored_barrier");

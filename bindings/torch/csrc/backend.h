@@ -114,7 +114,7 @@ class GangBackend : public c10d::Backend {
                                            bool async_op, c10d::OpType type, const char* name,
                                            std::shared_ptr<int> source = nullptr);
   void stop(std::chrono::milliseconds grace);
-  // Issues step and waits for it (interruptibly: see wait_for).
+  // Issues step and waits for it (Ctrl-C aborts it: see BlockingCall).
   void run_blocking(const Step& step, const char* name);
   gang_t* gang_for(const at::Tensor& t);
   void plan_reduce(Plan& plan, const at::Tensor& t, const c10d::ReduceOp& op, int root);

@@ -28,10 +28,14 @@ bool gang_dtype(at::ScalarType type, gang_dtype_t* out) {
 
 Buffer movable(const at::Tensor& t) {
   gang_dtype_t dtype;
-  if (gang_dtype(t.scalar_type(), &dtype)) {
-    return {t.data_ptr(), static_cast<size_t>(t.numel()), dtype};
-  }
-  return {t.data_ptr(), static_cast<size_t>(t.numel()) * t.element_size(), GANG_UINT8};
+  if (!gang_dtype(t.scalar_type(), &dtype)) dtype = GANG_UINT8;
+  return {t.data_ptr(), moved_count(t), dtype};
+}
+
+size_t moved_count(const at::Tensor& t) {
+  gang_dtype_t dtype;
+  const size_t n = static_cast<size_t>(t.numel());
+  return gang_dtype(t.scalar_type(), &dtype) ? n : n * t.element_size();
 }
 
 at::Tensor flat_in(const at::Tensor& t) {

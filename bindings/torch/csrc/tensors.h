@@ -24,6 +24,9 @@ bool gang_dtype(at::ScalarType type, gang_dtype_t* out);
 
 // t (contiguous, flat) as gang moves it: in its dtype, or as bytes.
 Buffer movable(const at::Tensor& t);
+// How many elements of t gang moves (its bytes for dtypes gang does not
+// know), for any t: no copy is made to count them.
+size_t moved_count(const at::Tensor& t);
 
 // A 1-D contiguous view of t, or a contiguous copy of it.
 at::Tensor flat_in(const at::Tensor& t);

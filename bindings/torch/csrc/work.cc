@@ -142,19 +142,18 @@ void GangWork::adopt(Plan plan, std::vector<gang_work_t*> works) {
   works_ = std::move(works);
 }
 
-bool GangWork::settle(size_t i, gang_status_t status) {
+bool GangWork::settle(gang_status_t status) {
   if (status == GANG_IN_PROGRESS) return false;
   if (status != GANG_OK && status_ == GANG_OK) {
     status_ = status;
     error_ = error_of(status, name_);
   }
-  (void)i;
   return true;
 }
 
 bool GangWork::poll() {
   while (ended_ < works_.size()) {
-    if (!settle(ended_, gang_work_test(works_[ended_]))) return false;
+    if (!settle(gang_work_test(works_[ended_]))) return false;
     ++ended_;
   }
   return true;
@@ -162,7 +161,7 @@ bool GangWork::poll() {
 
 bool GangWork::drive(int64_t wait_ms) {
   while (ended_ < works_.size()) {
-    if (!settle(ended_, gang_work_wait(works_[ended_], wait_ms))) return false;
+    if (!settle(gang_work_wait(works_[ended_], wait_ms))) return false;
     ++ended_;
   }
   return true;

@@ -90,7 +90,7 @@ class GangWork : public c10d::Work {
   void set_source(std::shared_ptr<int> slot) { source_ = std::move(slot); }
 
  private:
-  bool settle(size_t i, gang_status_t status);
+  bool settle(gang_status_t status);
 
   const uint64_t seq_;
   const char* const name_;

@@ -10,7 +10,7 @@ import atexit
 import torch
 import torch.distributed as dist
 
-import gang  # noqa: F401  (loads libgang, which _C links against)
+import gang  # first: it loads libgang, which _C links against
 
 from . import _C
 
@@ -18,11 +18,6 @@ __all__ = ["GangBackend", "register"]
 
 GangBackend = _C.GangBackend
 NAME = "gang"
-
-
-def _timeout_ms(timeout) -> int:
-    seconds = timeout.total_seconds() if hasattr(timeout, "total_seconds") else timeout
-    return max(1, int(round(float(seconds) * 1000))) if seconds else 600_000
 
 
 def _create(dist_opts, backend_options=None):
@@ -33,7 +28,7 @@ def _create(dist_opts, backend_options=None):
         return split_from.split(dist_opts.store, list(dist_opts.global_ranks_in_group),
                                 backend_options)
     return GangBackend(dist_opts.store, dist_opts.group_rank, dist_opts.group_size,
-                       _timeout_ms(dist_opts.timeout), str(getattr(dist_opts, "group_id", "0")))
+                       gang.timeout_ms(dist_opts.timeout), str(getattr(dist_opts, "group_id", "0")))
 
 
 def register() -> None:

@@ -37,22 +37,32 @@ uint64_t AnyOrder::any_posted(Key key) {
   return ticket;
 }
 
+// A key is in states_ only while a receive from any peer with it waits or
+// a named one is held back: every other receive posts at once, with no
+// entry made, and a job that uses many tags keeps none of them here.
 void AnyOrder::named(Key key, uint64_t id, std::function<void()> post) {
   std::lock_guard<std::mutex> lock(mu_);
-  State& st = states_[key];
-  if (st.waiting.empty() && st.held.empty()) {
+  auto it = states_.find(key);
+  if (it == states_.end()) {
     post();
     return;
   }
-  st.held.push_back({id, st.next_ticket, std::move(post)});
+  it->second.held.push_back({id, it->second.next_ticket, std::move(post)});
 }
 
 void AnyOrder::withdraw(Key key, uint64_t id) {
   std::lock_guard<std::mutex> lock(mu_);
-  auto& held = states_[key].held;
+  auto it = states_.find(key);
+  if (it == states_.end()) return;
+  auto& held = it->second.held;
   held.erase(std::remove_if(held.begin(), held.end(),
                             [id](const State::Held& h) { return h.id == id; }),
              held.end());
+  forget_if_idle_locked(it);
+}
+
+void AnyOrder::forget_if_idle_locked(std::map<Key, State>::iterator it) {
+  if (it->second.waiting.empty() && it->second.held.empty()) states_.erase(it);
 }
 
 void AnyOrder::settle_locked(State& st, uint64_t ticket) {
@@ -71,7 +81,8 @@ void AnyOrder::settle_locked(State& st, uint64_t ticket) {
 bool AnyOrder::framed(Key key, uint64_t ticket, const std::function<void()>& post_payload,
                       std::chrono::steady_clock::time_point until) {
   std::unique_lock<std::mutex> lock(mu_);
-  State& st = states_[key];
+  const auto it = states_.find(key);  // there: this receive's ticket waits
+  State& st = it->second;
   const bool turn = cv_.wait_until(lock, until, [&] {
     return !st.waiting.empty() && st.waiting.front() == ticket;
   });
@@ -80,18 +91,23 @@ bool AnyOrder::framed(Key key, uint64_t ticket, const std::function<void()>& pos
       post_payload();
     } catch (...) {
       settle_locked(st, ticket);
+      forget_if_idle_locked(it);
       cv_.notify_all();
       throw;
     }
   }
   settle_locked(st, ticket);
+  forget_if_idle_locked(it);
   cv_.notify_all();
   return turn;
 }
 
 void AnyOrder::gave_up(Key key, uint64_t ticket) {
   std::lock_guard<std::mutex> lock(mu_);
-  settle_locked(states_[key], ticket);
+  auto it = states_.find(key);
+  if (it == states_.end()) return;
+  settle_locked(it->second, ticket);
+  forget_if_idle_locked(it);
   cv_.notify_all();
 }
 

@@ -65,6 +65,7 @@ class AnyOrder {
     std::deque<Held> held;
   };
   void settle_locked(State& st, uint64_t ticket);
+  void forget_if_idle_locked(std::map<Key, State>::iterator it);
 
   std::mutex mu_;
   std::condition_variable cv_;

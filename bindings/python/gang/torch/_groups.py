@@ -12,7 +12,6 @@ SyncBatchNorm and DeviceMesh take gangs that gang's own topology carved
 from __future__ import annotations
 
 from typing import Any
-import datetime
 import itertools
 import weakref
 
@@ -131,7 +130,7 @@ def as_process_group(gang: Gang) -> Any:
     view = gang.borrow()
     pg = process_group_on(
         lambda pg: gang_torch.GangBackend.on_gang(
-            int(view._h), timeout_ms(datetime.timedelta(seconds=gang.timeout)), name),
+            int(view._h), timeout_ms(gang.timeout), name),
         gang.rank, gang.size, name, gang.ranks)
     _views[pg] = view
     _groups[gang] = pg
