@@ -10,7 +10,11 @@
 # reduce-scatter, broadcast, all-to-all; 8 B to 1 GiB), then nccl-tests'
 # all_reduce_perf if it is on PATH (or in $NCCL_TESTS_DIR),
 # for a figure to set beside gang's. Without a GPU it says so and exits 0:
-# every GPU test skips, saying why.
+# every GPU test skips, saying why. With fewer GPUs than a case has ranks,
+# its ranks share them, each a host of its own to NCCL (NCCL_HOSTID; NCCL's
+# socket transport on lo): every case runs (GANG_TEST_GPU_SHARE=0 skips
+# those instead). On one GPU the tables are also run with 2 ranks sharing
+# it: a functional check of real NCCL, never a speed figure.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 build=${1:-build-gpu}
@@ -42,6 +46,18 @@ for coll in all_reduce all_gather reduce_scatter broadcast all_to_all; do
   "$build/gangrun" --nproc-per-node "$gpus" -- \
     "$build/gang-bench" --device cuda -t "$coll" -b 8 -e 1G -f 4 -n 20 -w 5 || rc=1
 done
+
+if [ "$gpus" -eq 1 ]; then
+  # Two ranks on one GPU, each posing as its own host to NCCL: the bytes go
+  # through NCCL's socket transport on loopback, so these are a functional
+  # check (every result checked), not figures.
+  for coll in all_reduce all_gather reduce_scatter broadcast all_to_all; do
+    echo "== gang-bench --device cuda -t $coll, 2 ranks SHARING the GPU (functional check, not a figure)"
+    NCCL_SOCKET_IFNAME=lo "$build/gangrun" --nproc-per-node 2 -- \
+      bash -c 'NCCL_HOSTID=gang-bench-$LOCAL_RANK exec "$0" "$@"' "$build/gang-bench" \
+      --device cuda -t "$coll" -b 8 -e 16M -f 16 -n 5 -w 1 || rc=1
+  done
+fi
 
 perf=$(command -v all_reduce_perf || true)
 [ -z "$perf" ] && [ -n "${NCCL_TESTS_DIR:-}" ] && perf="$NCCL_TESTS_DIR/all_reduce_perf"

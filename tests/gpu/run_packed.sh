@@ -34,6 +34,7 @@ done
 echo "== nccl.gpu cases, ranks sharing the GPU (30 s each at most)"
 for c in matrix_1 matrix_2 matrix_3 matrix_4 stream group split remote_error hang notice abort \
          unavailable late_input device_guard in_progress teardown capture pooled completion \
+         completion_device_work \
          shrink gang_shrink; do
   start=$(date +%s%N)
   GANG_LOG_LEVEL=error GANG_TEST_GPU_SHARE=1 timeout 30 \

@@ -289,7 +289,8 @@ int notice_reaches(int rank, int size, const char* url, void*) {
     buf[i] = static_cast<float*>(d);
   }
   for (int i = 0; i < kGangs; ++i) CHECK_OK(all_reduce(g[i], buf[i]));
-  // The sixth operation: rank 1's fails quietly; rank 0's waits for it.
+  // The sixth operation of the test's (each gang's first is the module's
+  // own warm-up): rank 1's fails quietly; rank 0's waits for it.
   const int64_t t0 = gang_test_now_ms();
   const gang_status_t s = all_reduce(g[3], buf[3]);
   const int64_t took = gang_test_now_ms() - t0;
@@ -312,7 +313,8 @@ int notice_reaches(int rank, int size, const char* url, void*) {
 
 void test_notice(void**) {
   skip_unless_double();
-  setenv("GANG_NCCL_DOUBLE_FAULT", "quiet_error:1:6", 1);
+  const std::string fault = "quiet_error:1:" + std::to_string(kGangs + 6);
+  setenv("GANG_NCCL_DOUBLE_FAULT", fault.c_str(), 1);
   const int rc = gang_test_run_procs(kRanks, notice_reaches, nullptr, kWallS);
   unsetenv("GANG_NCCL_DOUBLE_FAULT");
   assert_int_equal(rc, 0);

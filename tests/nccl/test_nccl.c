@@ -39,9 +39,13 @@
  *   rank 2 leaves; the survivors shrink with ncclCommShrink (healthy
  *   parent), then, after aborting, with a new communicator through the
  *   store; an all-reduce over each shrunk gang is right.
- * completion: with GANG_CUDA_COMPLETION_STREAM a blocking all-reduce queued
- *   behind 200 ms of work returns at once and its result is right once the
- *   stream is; the default waits on the host; a bad mode is refused.
+ * completion: with GANG_CUDA_COMPLETION_STREAM the first all-reduce of a
+ *   fresh gang, queued behind 200 ms of a host function, returns at once
+ *   and its result is right once the stream is (real NCCL's first
+ *   collective synchronises with the device; the strict double models it);
+ *   the default waits on the host; a bad mode is refused.
+ *   completion_device_work: the same behind 300 ms of device work (memsets;
+ *   a real GPU only).
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -77,6 +81,7 @@ static struct {
   int (*Free)(void*);
   int (*Memcpy)(void*, const void*, size_t, int);
   int (*MemcpyAsync)(void*, const void*, size_t, int, void*);
+  int (*MemsetAsync)(void*, int, size_t, void*);
   int (*StreamCreate)(void**);
   int (*StreamDestroy)(void*);
   int (*StreamSynchronize)(void*);
@@ -111,6 +116,7 @@ static const char* no_gpu_reason(void) {
   LOAD(Free);
   LOAD(Memcpy);
   LOAD(MemcpyAsync);
+  LOAD(MemsetAsync);
   LOAD(StreamCreate);
   LOAD(StreamDestroy);
   LOAD(StreamSynchronize);
@@ -148,12 +154,38 @@ static const char* no_gpu_reason(void) {
 
 static int on_double(void) { return getenv("GANG_TEST_NCCL_DOUBLE") != NULL; }
 
-/* GANG_TEST_GPU_SHARE=1: ranks share GPUs, each posing as a host of its
- * own to NCCL (NCCL_HOSTID), which then talks over its socket transport:
- * a functional check of real NCCL with more ranks than GPUs. */
-static int sharing_gpus(void) {
+/* Ranks share GPUs when there are fewer GPUs than a case has ranks: each
+ * rank poses as a host of its own to NCCL (NCCL_HOSTID), which then talks
+ * over its socket transport, a functional check of real NCCL (slow, not a
+ * figure). GANG_TEST_GPU_SHARE=1 shares always, =0 never (such cases skip);
+ * one GPU per rank stays the default where there are enough. */
+static int g_share; /* this case's ranks share GPUs (set before they fork) */
+
+static int sharing_gpus(void) { return g_share; }
+
+/* Whether a case of `ranks` ranks runs on shared GPUs; says so when it does.
+ * 0 with *why set when it must skip instead. */
+static int decide_sharing(int ranks, const char** why) {
+  static char fewer[160];
   const char* v = getenv("GANG_TEST_GPU_SHARE");
-  return v != NULL && strcmp(v, "1") == 0;
+  g_share = 0;
+  if (on_double() || *why != NULL) return 0;
+  if (v != NULL && strcmp(v, "1") == 0) {
+    g_share = 1;
+  } else if (g_devices < ranks) {
+    if (v != NULL && strcmp(v, "0") == 0) {
+      snprintf(fewer, sizeof fewer, "%d GPU(s) visible, the test needs %d (NCCL takes one GPU per "
+               "rank; GANG_TEST_GPU_SHARE=0 forbids sharing)", g_devices, ranks);
+      *why = fewer;
+      return 0;
+    }
+    g_share = 1;
+  }
+  if (g_share) {
+    print_message("note: %d rank(s) share %d GPU(s), each a host of its own to NCCL (its socket "
+                  "transport on lo)\n", ranks, g_devices);
+  }
+  return g_share;
 }
 
 /* Sharing GPUs, rank `rank` tells NCCL it is a host of its own. */
@@ -406,13 +438,8 @@ static int matrix(int rank, int size, const char* url, void* arg) {
 /* Skips, saying why, without a GPU, or (on real GPUs) with fewer GPUs than
  * ranks: NCCL refuses two ranks on one GPU, which the double allows. */
 static void run_or_skip(int size, gang_test_plain_fn fn) {
-  static char fewer[128];
   const char* why = no_gpu_reason();
-  if (why == NULL && !on_double() && g_devices < size && !sharing_gpus()) {
-    snprintf(fewer, sizeof fewer, "%d GPU(s) visible, the test needs %d (NCCL takes one GPU per "
-             "rank)", g_devices, size);
-    why = fewer;
-  }
+  decide_sharing(size, &why);
   if (why != NULL) {
     print_message("skipped: %s\n", why);
     skip();
@@ -821,44 +848,100 @@ static void test_pooled(void** s) {
 
 /* ---- completion modes ------------------------------------------------------ */
 
-static int completion(int rank, int size, const char* url, void* arg) {
+/* Holds stream s for about `ms` with device work, as programs hold it: on
+ * a real GPU, memsets of a large buffer, as many as a timed batch says take
+ * that long. The buffer to free, or NULL on the double, whose device work
+ * is host functions anyway. */
+static void* hold_with_device_work(void* s, int64_t ms) {
+  const size_t len = (size_t)256 << 20;
+  void* buf;
+  int64_t t0, batch;
+  long i, n;
+  if (on_double() || cu.MemsetAsync == NULL || (buf = dalloc(len)) == NULL) return NULL;
+  t0 = gang_test_now_ms();
+  for (i = 0; i < 200; ++i) cu.MemsetAsync(buf, (int)(i & 0xff), len, s);
+  cu.StreamSynchronize(s);
+  batch = gang_test_now_ms() - t0;
+  n = batch > 0 ? (long)(ms * 200 / batch) : 200 * ms;
+  if (n > 200000) n = 200000;
+  for (i = 0; i < n; ++i) cu.MemsetAsync(buf, (int)(i & 0xff), len, s);
+  return buf;
+}
+
+/* The first collective of a fresh gang, in stream completion, while the
+ * caller's stream is held for 200-300 ms (by a host function, or on a GPU
+ * by device work): it returns at once and its result is right once the
+ * stream is. Real NCCL's first collective on a communicator synchronises
+ * with the device (the strict double models it): the module warms the
+ * communicator up while it makes it. Then the default: the host waits. */
+static int first_call_behind(int rank, int size, const char* url, int device_work) {
   gang_t* g = cuda_gang(rank, size, url, 60000);
   float x = (float)(rank + 1), *d = dalloc(sizeof x);
   void* s = NULL;
+  void* held = NULL;
+  void* held_again = NULL;
   int64_t t0, took;
-  (void)arg;
+  const char* how = device_work ? "device work" : "a host function";
   CHECK(g != NULL && d != NULL && cu.StreamCreate(&s) == 0, "setup");
   CHECK_STATUS(gang_set_cuda_completion(g, (gang_cuda_completion_t)7), GANG_ERR_INVALID_ARGUMENT);
   CHECK(strstr(gang_last_error(), "mode") != NULL, "message: %s", gang_last_error());
   CHECK_OK(gang_set_cuda_stream(g, s));
   CHECK_OK(gang_set_cuda_completion(g, GANG_CUDA_COMPLETION_STREAM));
-  /* Real NCCL connects a communicator's peers at its first collective,
-   * copying on the legacy stream (which waits for this blocking stream):
-   * one collective first, so the timed one measures gang alone. */
-  CHECK_OK(gang_all_reduce(g, d, d, 1, GANG_FLOAT32, GANG_SUM, NULL));
-  cu.StreamSynchronize(s);
   to_dev(d, &x, sizeof x);
-  CHECK(cu.LaunchHostFunc(s, slow, NULL) == 0, "host function");
+  if (device_work) {
+    held = hold_with_device_work(s, 300);
+    CHECK(held != NULL, "device work");
+  } else {
+    CHECK(cu.LaunchHostFunc(s, slow, NULL) == 0, "host function");
+  }
   t0 = gang_test_now_ms();
   CHECK_OK(gang_all_reduce(g, d, d, 1, GANG_FLOAT32, GANG_SUM, NULL));
   took = gang_test_now_ms() - t0;
-  CHECK(took < 150, "stream completion: the call waited %lld ms for the device", (long long)took);
+  CHECK(took < 150, "stream completion behind %s: the first call waited %lld ms for the device",
+        how, (long long)took);
   cu.StreamSynchronize(s);
   to_host(&x, d, sizeof x);
   CHECK(x == (float)(size * (size + 1) / 2), "stream completion: sum %g", x);
   /* The default again: the host waits for the device. */
   CHECK_OK(gang_set_cuda_completion(g, GANG_CUDA_COMPLETION_HOST));
-  CHECK(cu.LaunchHostFunc(s, slow, NULL) == 0, "host function");
+  if (device_work) {
+    held_again = hold_with_device_work(s, 300);
+    CHECK(held_again != NULL, "device work");
+  } else {
+    CHECK(cu.LaunchHostFunc(s, slow, NULL) == 0, "host function");
+  }
   t0 = gang_test_now_ms();
   CHECK_OK(gang_all_reduce(g, d, d, 1, GANG_FLOAT32, GANG_SUM, NULL));
   took = gang_test_now_ms() - t0;
-  CHECK(took >= 150, "host completion returned after %lld ms, before the device", (long long)took);
+  CHECK(took >= 150, "host completion behind %s returned after %lld ms, before the device", how,
+        (long long)took);
   CHECK_OK(gang_destroy(g));
+  cu.StreamSynchronize(s);
+  if (held != NULL) cu.Free(held);
+  if (held_again != NULL) cu.Free(held_again);
   cu.StreamDestroy(s);
   return 0;
 }
 
+static int completion(int rank, int size, const char* url, void* arg) {
+  (void)arg;
+  return first_call_behind(rank, size, url, 0);
+}
+
+static int completion_device_work(int rank, int size, const char* url, void* arg) {
+  (void)arg;
+  return first_call_behind(rank, size, url, 1);
+}
+
 static void test_completion(void** s) { (void)s; run_or_skip(2, completion); }
+static void test_completion_device_work(void** s) {
+  (void)s;
+  if (on_double()) {
+    print_message("skipped: the host double's device work is host functions (test_completion)\n");
+    skip();
+  }
+  run_or_skip(2, completion_device_work);
+}
 
 /* ---- shrinking, through the module's table ------------------------------------ */
 
@@ -1100,9 +1183,7 @@ static void test_gang_shrink(void** s) {
   gang_test_opts_t o;
   const char* why = no_gpu_reason();
   (void)s;
-  if (why == NULL && !on_double() && g_devices < 3 && !sharing_gpus()) {
-    why = "fewer than 3 GPUs visible";
-  }
+  decide_sharing(3, &why);
   if (why != NULL) {
     print_message("skipped: %s\n", why);
     skip();
@@ -1149,8 +1230,11 @@ static void with_fault(const char* fault, int want) {
   unsetenv("GANG_NCCL_DOUBLE_FAULT");
 }
 
-static void test_remote_error(void** s) { (void)s; with_fault("remote_error:1:3", GANG_ERR_PEER_LOST); }
-static void test_hang(void** s) { (void)s; with_fault("hang:0:3", GANG_ERR_TIMEOUT); }
+/* The double counts a process's operations: a gang's first is the module's
+ * own (it warms the communicator up while making it), so the test's third
+ * is the fourth. */
+static void test_remote_error(void** s) { (void)s; with_fault("remote_error:1:4", GANG_ERR_PEER_LOST); }
+static void test_hang(void** s) { (void)s; with_fault("hang:0:4", GANG_ERR_TIMEOUT); }
 
 /* Rank 1 fails at its third operation without a word on the wire (its CPU
  * gang stays up), then lingers: rank 0, blocked in the third all-reduce with
@@ -1191,7 +1275,7 @@ static void test_notice(void** s) {
     print_message("skipped: %s\n", why);
     skip();
   }
-  setenv("GANG_NCCL_DOUBLE_FAULT", "quiet_error:1:3", 1);
+  setenv("GANG_NCCL_DOUBLE_FAULT", "quiet_error:1:4", 1); /* the third after the warm-up */
   assert_int_equal(gang_test_run_procs(2, noticed, NULL, WALL_S), 0);
   unsetenv("GANG_NCCL_DOUBLE_FAULT");
 }
@@ -1284,6 +1368,7 @@ int main(int argc, char** argv) {
       cmocka_unit_test(test_teardown),
       cmocka_unit_test(test_capture),
       cmocka_unit_test(test_pooled),      cmocka_unit_test(test_completion),
+      cmocka_unit_test(test_completion_device_work),
       cmocka_unit_test(test_shrink),
       cmocka_unit_test(test_gang_shrink),
   };

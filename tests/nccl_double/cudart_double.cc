@@ -169,14 +169,18 @@ int device_count() {
 
 // The legacy default stream (NULL, cudaStreamLegacy, cudaStreamPerThread)
 // of the thread's current device.
-CUstream_st* resolve(cudaStream_t s) {
+CUstream_st* resolve_legacy(int device) {
   static CUstream_st* legacy[64];  // live as long as the process
   static std::once_flag once;
   std::call_once(once, [] {
     for (int d = 0; d < 64; ++d) legacy[d] = new CUstream_st(d);
   });
+  return legacy[device & 63];
+}
+
+CUstream_st* resolve(cudaStream_t s) {
   if (s == nullptr || s == cudaStreamLegacy || s == cudaStreamPerThread) {
-    return legacy[current_device & 63];
+    return resolve_legacy(current_device);
   }
   return s;
 }
@@ -258,6 +262,18 @@ int gang_cuda_double_pointer_device(const void* p, size_t len) {
 }
 
 long gang_cuda_double_events_created(void) { return events_created.load(); }
+
+void gang_cuda_double_device_drain(int device) {
+  resolve_legacy(device)->drain();
+  std::vector<CUstream_st*> all;
+  {
+    std::lock_guard<std::mutex> lock(streams_mu);
+    all = streams();
+  }
+  for (auto* s : all) {
+    if (s->device == device && !capturing(s)) s->drain();
+  }
+}
 
 }  // extern "C"
 

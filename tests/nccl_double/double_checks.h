@@ -27,6 +27,10 @@ int gang_cuda_double_stream_capturing(cudaStream_t s);
 int gang_cuda_double_pointer_device(const void* p, size_t len);
 // cudaEventCreate(WithFlags) calls so far in this process.
 long gang_cuda_double_events_created(void);
+// Waits until every stream of the device (its legacy stream too) has run
+// what was queued on it so far, as a device-wide synchronisation does;
+// streams being captured are left alone.
+void gang_cuda_double_device_drain(int device);
 
 #ifdef __cplusplus
 }

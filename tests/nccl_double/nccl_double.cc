@@ -94,6 +94,7 @@ struct ncclComm {
   bool worker_stop = false;
   std::thread worker;
   bool finalized = false;
+  std::atomic<bool> launched{false};  // its first operation was launched
 
   ~ncclComm() {
     if (worker.joinable()) {
@@ -369,10 +370,21 @@ void launch_host(cudaStream_t stream, std::vector<Op>* ops) {
 // communicator's thread.
 ncclResult_t launch(ncclComm_t comm, std::vector<Op> ops) {
   auto* list = new std::vector<Op>(std::move(ops));
+  // Strict: a communicator's first launch waits until every stream of its
+  // device has run what it holds, as real NCCL's first collective does (it
+  // connects the peers and loads its kernels, which synchronises with the
+  // device): a stream held by a host function holds that first call.
+  auto first = [comm] {
+    if (strict() && !comm->launched.exchange(true)) gang_cuda_double_device_drain(comm->device);
+  };
   if (!comm->blocking && next_in_progress()) {
-    comm->launch([list] { launch_host(list->front().stream, list); });
+    comm->launch([list, first] {
+      first();
+      launch_host(list->front().stream, list);
+    });
     return ncclInProgress;
   }
+  first();
   launch_host(list->front().stream, list);
   return ncclSuccess;
 }

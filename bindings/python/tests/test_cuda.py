@@ -47,6 +47,25 @@ def _skip_reason():
 pytestmark = pytest.mark.skipif(_skip_reason() is not None, reason=str(_skip_reason()))
 
 
+def _visible():
+    """How many devices the CUDA runtime (or the double) shows; 0 without."""
+    rt = _cudart()
+    count = ctypes.c_int(0)
+    if rt is None or rt.cudaGetDeviceCount(ctypes.byref(count)) != 0:
+        return 0
+    return count.value
+
+
+# In a rank process (run_ranks sets GANG_RANK) on a machine with fewer GPUs
+# than ranks, the ranks share them, each posing as a host of its own to NCCL
+# (NCCL's socket transport on lo): a functional check of real NCCL. NCCL
+# reads these when the rank first calls it. GANG_TEST_GPU_SHARE=0 forbids it.
+if ("GANG_RANK" in os.environ and os.environ.get("GANG_TEST_GPU_SHARE") != "0"
+        and 0 < _visible() < int(os.environ.get("GANG_SIZE", "1"))):
+    os.environ["NCCL_HOSTID"] = f"gang-test-rank-{os.environ['GANG_RANK']}"
+    os.environ.setdefault("NCCL_SOCKET_IFNAME", "lo")
+
+
 class _Device:
     """CuPy's description of an array's device (ndarray.device.id)."""
 
@@ -325,6 +344,8 @@ def _devices():
     return True
 
 
+@pytest.mark.skipif(0 < _visible() < 3, reason=f"the case names cuda:0 to cuda:2; {_visible()} "
+                    "device(s) visible (the double shows 4)")
 def test_operands_on_another_device_are_refused():
     run_ranks(2, _devices)
 

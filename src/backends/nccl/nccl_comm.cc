@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <thread>
 
 #include "backends/nccl/nccl_instance.h"
 
@@ -200,9 +201,49 @@ Instance* prepare(const Api* api, const gang_backend_config_t* c, int device, ga
   return in;
 }
 
+// Real NCCL's first collective on a communicator synchronises with the
+// whole device (it connects the peers and loads its kernels): behind a
+// stream that a host function or long device work holds, a caller's first
+// call waited for that stream (206 ms behind a 200 ms host function on an
+// H100, in stream completion too), and a program that lets the stream go
+// only once the call returns deadlocked. So the communicator's first
+// collective is the module's own, while the gang is made: a barrier's
+// all-reduce of the scratch int on the instance's stream, waited for until
+// the deadline. GANG_OK, or the error with *why.
+gang_status_t warm_up(Instance& in, int64_t deadline_ns, std::string* why) {
+  const Api& api = *in.api;
+  DeviceGuard guard(api, in.device);
+  ncclResult_t r;
+  {
+    std::lock_guard<std::mutex> lock(in.comm_mu);
+    r = api.AllReduce(in.scratch, in.scratch, 1, ncclInt32, ncclSum, in.comm, in.own);
+  }
+  if (r == ncclInProgress) r = in.poll(in.comm, deadline_ns);
+  if (r != ncclSuccess) {
+    *why = r == ncclInProgress ? std::string("the first collective was not enqueued in time")
+                               : in.comm_text("the first collective", r);
+    return r == ncclInProgress ? GANG_ERR_TIMEOUT : status_of(r);
+  }
+  for (;;) {
+    const cudaError_t q = api.StreamQuery(in.own);
+    if (q == cudaSuccess) return GANG_OK;
+    if (q != cudaErrorNotReady) {
+      *why = cuda_text(api, "the first collective", q);
+      return GANG_ERR_SYSTEM;
+    }
+    if (in.aborted.load() || now_ns() >= deadline_ns) {
+      *why = "the first collective did not end before the timeout (" +
+             std::to_string(in.timeout_ms) + " ms)";
+      return GANG_ERR_TIMEOUT;
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+}
+
 // Waits for the new communicator of a non-blocking init or split (r is
-// what the call, or the split's poll of the parent, returned), then starts
-// the watchdog. GANG_OK, or the error with the instance destroyed.
+// what the call, or the split's poll of the parent, returned), runs its
+// first collective, then starts the watchdog. GANG_OK, or the error with
+// the instance destroyed.
 gang_status_t commit(Instance* in, ncclResult_t r, const char* call, int64_t deadline_ns,
                      char* err, size_t err_len) {
   const Api& api = *in->api;
@@ -214,6 +255,13 @@ gang_status_t commit(Instance* in, ncclResult_t r, const char* call, int64_t dea
                             : nccl_text(api, call, r, in->comm));
     destroy(in);  // aborts the communicator: it never finished
     return r == ncclInProgress ? GANG_ERR_TIMEOUT : status_of(r);
+  }
+  std::string why;
+  const gang_status_t st = warm_up(*in, deadline_ns, &why);
+  if (st != GANG_OK) {
+    say(err, err_len, why);
+    destroy(in);
+    return st;
   }
   in->watchdog = std::thread([in] { in->watch(); });
   return GANG_OK;
