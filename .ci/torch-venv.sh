@@ -35,8 +35,18 @@ venv="$root/torch-$version"
 
 say() { echo "torch-venv: $*" >&2; }
 
+# What torch.testing._internal imports besides torch, for PyTorch's own
+# DistributedTest (tests/torch/dist_suite.py); added to a cached environment
+# made before it was asked for.
+extras=(expecttest)
+
 if [ -f "$venv/.complete" ] &&
    "$venv/bin/python" -c "import torch.distributed" 2>/dev/null; then
+  if ! "$venv/bin/python" -c "import expecttest" 2>/dev/null; then
+    timeout 300 "$venv/bin/python" -m pip --disable-pip-version-check --no-input \
+      --no-cache-dir install -q "${extras[@]}" >&2 ||
+      say "could not add ${extras[*]} (PyTorch's DistributedTest will be skipped)"
+  fi
   say "using $venv (torch $version, cached)"
   echo "$venv"
   exit 0
@@ -81,7 +91,7 @@ EOF
 # numpy 2 only from torch 2.3 on.
 numpy=numpy
 case "$version" in 1.*|2.0.*|2.1.*|2.2.*) numpy="numpy<2" ;; esac
-"${pip[@]}" install -q "${deps[@]}" "$numpy" >&2
+"${pip[@]}" install -q "${deps[@]}" "$numpy" "${extras[@]}" >&2
 "$venv/bin/python" -c "import torch.distributed, numpy" >&2
 touch "$venv/.complete"
 say "torch $version ready in $(( $(date +%s) - start )) s ($(du -sh "$venv" | cut -f1))"

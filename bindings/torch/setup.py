@@ -38,8 +38,8 @@ def gang_paths():
 
 include_dirs, libdir = gang_paths()
 release = ".".join(torch.__version__.split("+")[0].split(".")[:2])
-sources = ["backend.cc", "callbacks.cc", "errors.cc", "module.cc", "store.cc", "tensors.cc",
-           "work.cc"]
+sources = ["backend.cc", "callbacks.cc", "errors.cc", "module.cc", "sparse.cc", "store.cc",
+           "tensors.cc", "work.cc"]
 
 setup(
     name="gang-torch",

@@ -127,6 +127,35 @@ def done(work, async_op):
 
 # ---- case: every entry point ---------------------------------------------------
 
+def check_sparse():
+    """all_reduce of sparse COO tensors sums them (as gloo does): each rank
+    has an entry of its own and one every rank shares, with dense rows (a
+    sparse embedding's gradient); then rank 0 with no entries at all."""
+    idx = torch.tensor([[RANK, SIZE + 1]], dtype=torch.long)
+    for dtype in (torch.float32, torch.float64, torch.int64):
+        val = torch.stack([torch.full((3,), RANK + 1, dtype=dtype),
+                           torch.full((3,), 2, dtype=dtype)])
+        t = torch.sparse_coo_tensor(idx, val, (SIZE + 2, 3))
+        dist.all_reduce(t)
+        want = torch.zeros(SIZE + 2, 3, dtype=dtype)
+        for r in range(SIZE):
+            want[r] += r + 1
+            want[SIZE + 1] += 2
+        check(t.is_sparse, "all_reduce of a sparse tensor left it dense")
+        same(t.to_dense(), want, f"sparse all_reduce {dtype}")
+    if RANK == 0:
+        t = torch.sparse_coo_tensor(torch.zeros(1, 0, dtype=torch.long), torch.zeros(0, 2), (SIZE, 2))
+    else:
+        t = torch.sparse_coo_tensor([[RANK]], torch.ones(1, 2), (SIZE, 2))
+    dist.all_reduce(t)
+    want = torch.ones(SIZE, 2)
+    want[0] = 0
+    same(t.to_dense(), want, "sparse all_reduce with no entries on rank 0")
+    _raises(lambda: dist.all_reduce(torch.sparse_coo_tensor(idx, torch.ones(2, 3), (SIZE + 2, 3)),
+                                    op=dist.ReduceOp.MAX),
+            RuntimeError, "sums only", "sparse all_reduce with MAX")
+
+
 def case_ops():
     dist.init_process_group("gang", timeout=TIMEOUT)
     check(dist.get_backend() == "gang", f"backend {dist.get_backend()}")
@@ -153,6 +182,7 @@ def case_ops():
         check_premul(async_op)
         check_uneven(async_op)
     check_coalesced()
+    check_sparse()
     check_p2p()
     check_objects()
     check_noncontiguous()
@@ -783,6 +813,15 @@ def case_c10d():
                     f"errors while waiting for send/recv from rank 0",
                     "monitored_barrier on a rank that came")
         dist.barrier()
+    # A timeout of 0 is taken as given, as gloo takes it: rank 0 gives up at
+    # once in gloo's words (PyTorch's test_monitored_barrier_gloo_rank_0_timeout).
+    group = dist.new_group()
+    if RANK == 0:
+        start = time.monotonic()
+        _raises(lambda: _monitored_barrier(group, datetime.timedelta(seconds=0)), RuntimeError,
+                "Rank 0 timed out in monitoredBarrier", "monitored_barrier with a timeout of 0")
+        check(time.monotonic() - start < 1, "a monitored barrier with a timeout of 0 waited")
+    dist.barrier()
     # A barrier only rank 0 enters times out at the group's timeout, saying
     # so in the words PyTorch's test_barrier_timeout_* match.
     group = dist.new_group(timeout=datetime.timedelta(seconds=1))

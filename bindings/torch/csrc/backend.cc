@@ -11,6 +11,7 @@
 #include <c10/util/Exception.h>
 
 #include "errors.h"
+#include "sparse.h"
 #include "tensors.h"
 
 namespace gang_torch {
@@ -260,6 +261,7 @@ void GangBackend::plan_reduce(Plan& plan, const at::Tensor& t, const c10d::Reduc
 
 c10::intrusive_ptr<c10d::Work> GangBackend::allreduce(std::vector<at::Tensor>& tensors,
                                                       const c10d::AllreduceOptions& opts) {
+  if (!tensors.empty() && tensors[0].is_sparse()) return allreduce_sparse(tensors, opts);
   if (tensors.size() == 1 && (!opts.asyncOp || sync_mode())) {
     // The common blocking call, planned by hand: one contiguous CPU tensor
     // of a dtype gang reduces, with an op gang runs as it is.
@@ -286,6 +288,25 @@ c10::intrusive_ptr<c10d::Work> GangBackend::allreduce(std::vector<at::Tensor>& t
   Plan plan;
   for (const auto& t : tensors) plan_reduce(plan, t, opts.reduceOp, -1);
   return issue(std::move(plan), tensors, opts, c10d::OpType::ALLREDUCE, "all_reduce");
+}
+
+// Sparse tensors (DDP's gradients of a sparse embedding): summed as gloo
+// sums them, on the caller's thread (the entries' counts decide what the
+// second call moves), each tensor given the group's sum.
+c10::intrusive_ptr<c10d::Work> GangBackend::allreduce_sparse(std::vector<at::Tensor>& tensors,
+                                                             const c10d::AllreduceOptions& opts) {
+  if (opts.reduceOp.op_ != c10d::ReduceOp::SUM) {
+    refuse("all_reduce of sparse tensors sums only (as gloo's); the op given is not SUM");
+  }
+  uint64_t seq = ++seq_;
+  for (auto& t : tensors) {
+    TORCH_CHECK(t.is_sparse(), "gang: all_reduce: sparse and dense tensors in one call");
+    gang_for(t);
+    at::Tensor sum = sparse_sum(gang_, t, getSize(),
+                                [this](const Step& step) { run_blocking(step, "all_reduce"); });
+    t.copy_(sum);
+  }
+  return GangWork::done(getRank(), c10d::OpType::ALLREDUCE, seq, "all_reduce", tensors);
 }
 
 c10::intrusive_ptr<c10d::Work> GangBackend::allreduce_coalesced(
@@ -753,7 +774,9 @@ c10::intrusive_ptr<c10d::Work> GangBackend::barrier(const c10d::BarrierOptions& 
 // (a missing rank's) are kept until the backend goes, which aborts them.
 void GangBackend::monitoredBarrier(const c10d::BarrierOptions& opts, bool wait_all_ranks) {
   using clock = std::chrono::steady_clock;
-  auto timeout = opts.timeout.count() > 0 ? opts.timeout : options_->timeout;
+  // As gloo's: an unset timeout is the group's; any other, 0 included, is
+  // taken as given.
+  auto timeout = opts.timeout != c10d::kUnsetTimeout ? opts.timeout : options_->timeout;
   auto deadline = clock::now() + timeout;
   auto left = [&] {
     auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock::now());
@@ -807,12 +830,29 @@ void GangBackend::monitoredBarrier(const c10d::BarrierOptions& opts, bool wait_a
           "monitored_barrier");
   }
   std::vector<int> missing;
+  std::string processed;
   for (int r = 1; r < size; ++r) {
     if (!missing.empty() && !wait_all_ranks) {
       orphan(calls[r]);
       continue;
     }
-    if (!arrived(calls[r], "monitored_barrier")) missing.push_back(r);
+    // Unless it waits for all, rank 0 gives up, as gloo's does, once the
+    // time is spent before it turns to the next rank.
+    if (!wait_all_ranks && clock::now() > deadline) {
+      for (int q = r; q < size; ++q) orphan(calls[q]);
+      C10_THROW_ERROR(DistBackendError,
+                      c10::str("Rank 0 timed out in monitoredBarrier after ", timeout.count(),
+                               " ms.\n",
+                               processed.empty()
+                                   ? std::string("No ranks successfully processed in "
+                                                 "monitoredBarrier.")
+                                   : "Successfully processed ranks: " + processed));
+    }
+    if (arrived(calls[r], "monitored_barrier")) {
+      processed += (processed.empty() ? "" : ", ") + std::to_string(r);
+    } else {
+      missing.push_back(r);
+    }
   }
   if (!missing.empty()) {
     std::string ranks;

@@ -115,6 +115,8 @@ class GangBackend : public c10d::Backend {
                                            std::shared_ptr<int> source = nullptr);
   void stop(std::chrono::milliseconds grace);
   // Issues step and waits for it (Ctrl-C aborts it: see BlockingCall).
+  c10::intrusive_ptr<c10d::Work> allreduce_sparse(std::vector<at::Tensor>& tensors,
+                                                  const c10d::AllreduceOptions& opts);
   void run_blocking(const Step& step, const char* name);
   gang_t* gang_for(const at::Tensor& t);
   void plan_reduce(Plan& plan, const at::Tensor& t, const c10d::ReduceOp& op, int root);
