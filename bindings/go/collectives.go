@@ -410,3 +410,22 @@ func RecvContext[T Number](ctx context.Context, g *Gang, x []T, peer, tag int) e
 		return capi.Gang_recv(h, ptr(x), int64(len(x)), int(dt), peer, tag, nil)
 	})
 }
+
+// RecvAny receives into x what the first rank to send with tag sent, with
+// MPI's matching rules (one sender's messages in the order sent, receives
+// in the order posted), and returns that rank. On gangs whose backend
+// cannot (NCCL) it is ErrUnsupported.
+func RecvAny[T Number](g *Gang, x []T, tag int) (int, error) {
+	return RecvAnyContext(context.Background(), g, x, tag)
+}
+
+// RecvAnyContext is RecvAny under ctx (see Context).
+func RecvAnyContext[T Number](ctx context.Context, g *Gang, x []T, tag int) (int, error) {
+	defer runtime.KeepAlive(x)
+	dt := dtypeOf[T]()
+	sender := int32(-1)
+	err := collective(ctx, g, func(h capi.GangHandle) int {
+		return capi.Gang_recv_any(h, ptr(x), int64(len(x)), int(dt), tag, &sender, nil)
+	})
+	return int(sender), err
+}

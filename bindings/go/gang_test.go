@@ -141,6 +141,21 @@ func collectives() error {
 			return gang.Recv(g, in, (r+n-1)%n, 5)
 		}))
 		expect("Send/Recv", in, []float32{float32((r + n - 1) % n), 1, 2})
+
+		// Rank 0 receives from whichever rank sends first, once from each.
+		if r == 0 {
+			seen := map[int]bool{}
+			for i := 1; i < n; i++ {
+				got := make([]int64, 2)
+				from, err := gang.RecvAny(g, got, 7)
+				must(err)
+				expect("RecvAny's payload", got, []int64{int64(from), 7})
+				seen[from] = true
+			}
+			expect("RecvAny's senders", len(seen), n-1)
+		} else {
+			must(gang.Send(g, []int64{int64(r), 7}, 0, 7))
+		}
 	}
 
 	must(g.Barrier())

@@ -49,6 +49,9 @@
 %nothread set_error_factory;
 %nothread gang_python_borrow;
 
+/* A receive from any peer writes its sender when it completes: Python
+ * wraps it blocking, with the sender as a result (gang_python_recv_any). */
+%ignore gang_recv_any;
 %include "../swig/gang.i"
 
 /* Rendezvous through a store written in Python (gang.torch). */

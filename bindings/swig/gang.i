@@ -77,9 +77,6 @@ struct gang_work_s {};
 %ignore gang_env_init_v;
 %ignore gang_options;
 %ignore gang_parallel_config;
-/* A receive from any peer writes its sender when it completes: each
- * language wraps it blocking, with the sender as a result (gang_python.i). */
-%ignore gang_recv_any;
 /* Redundant with gang_last_error, which every language copies at once. */
 %ignore gang_last_error_copy;
 %ignore GANG_STATUS_FORCE_32BIT;
