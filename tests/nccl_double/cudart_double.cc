@@ -225,6 +225,20 @@ void break_capture(CUstream_st* s) {
   if (s->capturing) s->capture_broken = true;
 }
 
+// Runs what every stream of `device` (-1: of every device) holds so far,
+// that device's legacy stream first; streams being captured are left alone.
+void drain_streams(int device) {
+  if (device >= 0) resolve_legacy(device)->drain();
+  std::vector<CUstream_st*> all;
+  {
+    std::lock_guard<std::mutex> lock(streams_mu);
+    all = streams();
+  }
+  for (auto* s : all) {
+    if ((device < 0 || s->device == device) && !capturing(s)) s->drain();
+  }
+}
+
 }  // namespace
 
 // ---- not CUDA's: the double's own, for the NCCL double and the tests ----
@@ -263,17 +277,7 @@ int gang_cuda_double_pointer_device(const void* p, size_t len) {
 
 long gang_cuda_double_events_created(void) { return events_created.load(); }
 
-void gang_cuda_double_device_drain(int device) {
-  resolve_legacy(device)->drain();
-  std::vector<CUstream_st*> all;
-  {
-    std::lock_guard<std::mutex> lock(streams_mu);
-    all = streams();
-  }
-  for (auto* s : all) {
-    if (s->device == device && !capturing(s)) s->drain();
-  }
-}
+void gang_cuda_double_device_drain(int device) { drain_streams(device); }
 
 }  // extern "C"
 
@@ -371,14 +375,7 @@ cudaError_t cudaStreamQuery(cudaStream_t s) {
 
 cudaError_t cudaDeviceSynchronize(void) {
   resolve(nullptr)->drain();
-  std::vector<CUstream_st*> all;
-  {
-    std::lock_guard<std::mutex> lock(streams_mu);
-    all = streams();
-  }
-  for (auto* s : all) {
-    if (!capturing(s)) s->drain();
-  }
+  drain_streams(-1);
   return cudaSuccess;
 }
 

@@ -55,24 +55,25 @@ at::Tensor sparse_sum(gang_t* g, const at::Tensor& t, int size,
   at::Tensor all_indices = gather_bytes(g, bytes_of(indices), index_bytes, run);
   at::Tensor all_values = gather_bytes(g, bytes_of(values), value_bytes, run);
 
-  // Rank r's block: its indices [sparse_dim, nnz_r] and values [nnz_r, ...].
-  std::vector<int64_t> value_sizes(values.sizes().begin(), values.sizes().end());
-  at::Tensor sum;
-  size_t at_index = 0, at_value = 0;
+  // Rank r's block: its indices [sparse_dim, nnz_r] and values [nnz_r, ...];
+  // the values follow one another, the indices are put side by side, and
+  // coalescing adds up the entries ranks share.
+  std::vector<at::Tensor> blocks;
+  size_t offset = 0;
+  int64_t total = 0;
   for (int r = 0; r < size; ++r) {
-    at::Tensor idx = all_indices.narrow(0, at_index, index_bytes[r])
+    blocks.push_back(all_indices.narrow(0, offset, index_bytes[r])
                          .view(at::kLong)
-                         .reshape({sparse_dim, nnz[r]});
-    value_sizes[0] = nnz[r];
-    at::Tensor val = all_values.narrow(0, at_value, value_bytes[r])
-                         .view(values.scalar_type())
-                         .reshape(value_sizes);
-    at_index += index_bytes[r];
-    at_value += value_bytes[r];
-    at::Tensor part = at::sparse_coo_tensor(idx, val, t.sizes(), t.options());
-    sum = r == 0 ? part : sum + part;
+                         .reshape({sparse_dim, nnz[r]}));
+    offset += index_bytes[r];
+    total += nnz[r];
   }
-  return sum.coalesce();
+  std::vector<int64_t> value_sizes(values.sizes().begin(), values.sizes().end());
+  value_sizes[0] = total;
+  at::Tensor all = at::sparse_coo_tensor(
+      at::cat(blocks, 1), all_values.view(values.scalar_type()).reshape(value_sizes), t.sizes(),
+      t.options());
+  return all.coalesce();
 }
 
 }  // namespace gang_torch
