@@ -8,7 +8,10 @@
  * witness: its message must say the fault in the same words on the three,
  * naming the ranks in the gang's own numbering (on two levels the host's
  * gang numbers them 0 and 1, and the words must still say 1 and 3), and on
- * two levels end with where it happened.
+ * two levels end with where it happened. A mismatch reads the same when
+ * the witness comes to the operation late (after rank 3 found it with
+ * another rank): the rank that finds one lets what it already said reach
+ * its partners before it leaves.
  */
 #define _GNU_SOURCE
 #include <setjmp.h>
@@ -31,8 +34,9 @@
 #define COUNT 4
 #define READY_SLOT 0
 #define TEXT_AT 4096 /* where rank 1 leaves its message in the shared region */
+#define LATE_MS 100  /* how late the witness comes to a late mismatch */
 
-typedef enum fault { MISMATCH, TIMEOUT, LOST } fault_t;
+typedef enum fault { MISMATCH, LATE_MISMATCH, TIMEOUT, LOST } fault_t;
 
 typedef struct run_arg {
   fault_t fault;
@@ -52,6 +56,7 @@ static int run_fault(gang_t* g, int rank, int size, void* arg) {
     gang_test_shared_ints()[READY_SLOT] = 1;
     for (;;) pause(); /* killed here */
   }
+  if (rank == 1 && a->fault == LATE_MISMATCH) gang_test_sleep_ms(LATE_MS);
   s = gang_all_reduce(g, x, x, rank == 3 ? 2 * COUNT : COUNT, GANG_FLOAT32, GANG_SUM, NULL);
   if (rank == 1) {
     char* text = (char*)gang_test_shared() + TEXT_AT;
@@ -111,15 +116,14 @@ static void check_phase(const char* text, const char* backend) {
   }
 }
 
-static void test_mismatch_words(void** state) {
+static void check_mismatch(fault_t fault) {
   char text[2048];
   size_t i;
-  (void)state;
   for (i = 0; i < sizeof kBackends / sizeof kBackends[0]; ++i) {
     int a, b;
     unsigned ca, cb;
     const char* at;
-    witness(MISMATCH, kBackends[i], text, sizeof text);
+    witness(fault, kBackends[i], text, sizeof text);
     if (strncmp(text, "GANG_ERR_MISMATCH|", 18) != 0) {
       fail_msg("%s: rank 1 did not get a mismatch: %s", kBackends[i], text);
     }
@@ -146,6 +150,20 @@ static void test_mismatch_words(void** state) {
     }
     check_phase(text, kBackends[i]);
   }
+}
+
+static void test_mismatch_words(void** state) {
+  (void)state;
+  check_mismatch(MISMATCH);
+}
+
+/* Rank 3 finds the mismatch with rank 0 before rank 1 has come: on gloo
+ * its frame to rank 1 had not left (Gloo sends once the receiver has
+ * posted its receive) when it closed its connections, and rank 1 read a
+ * lost peer instead. */
+static void test_late_mismatch_words(void** state) {
+  (void)state;
+  check_mismatch(LATE_MISMATCH);
 }
 
 static void test_timeout_words(void** state) {
@@ -179,6 +197,7 @@ static void test_lost_words(void** state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_mismatch_words),
+      cmocka_unit_test(test_late_mismatch_words),
       cmocka_unit_test(test_timeout_words),
       cmocka_unit_test(test_lost_words),
   };

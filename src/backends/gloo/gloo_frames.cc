@@ -3,6 +3,7 @@
 #include <gloo/common/error.h>
 #include <gloo/types.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "backends/gloo/gloo_pairs.h"
@@ -180,6 +181,29 @@ void Transfers::wait_one(::gloo::transport::UnboundBuffer* b) {
   }
 }
 
+// How long a rank that found a mismatch gives its frames to leave.
+constexpr Millis kFrameFlush{250};
+
+void Transfers::flush_sends(Millis most) noexcept {
+  const auto until = std::min(deadline_, core::Clock::now() + most);
+  for (auto it = pending_.begin(); it != pending_.end();) {
+    if (!it->is_send) {
+      ++it;
+      continue;
+    }
+    const auto left = std::chrono::duration_cast<Millis>(until - core::Clock::now());
+    if (left.count() <= 0) return;
+    try {
+      // A view has no pairs of its own, so a wait that times out here
+      // closes nothing (gloo_view.h); the destructor fences what is left.
+      if (!it->buffer->waitSend(left)) return;
+    } catch (...) {
+      return;
+    }
+    it = pending_.erase(it);
+  }
+}
+
 void exchange_frames(const std::shared_ptr<::gloo::Context>& ctx,
                      const std::shared_ptr<Waits>& waits,
                      core::Clock::time_point deadline, uint32_t tag,
@@ -196,7 +220,10 @@ void exchange_frames(const std::shared_ptr<::gloo::Context>& ctx,
   // which), so a partner in another operation fails this one before the
   // wait for a later partner, which may never send. Frames are awaited in
   // rank order; whichever rank finds a mismatch fails and closes its
-  // connections, which ends its partners' waits.
+  // connections, which ends its partners' waits. It first lets its own
+  // frames go (Gloo sends one only once the peer has posted its receive):
+  // a partner in the same operation then finds the mismatch itself rather
+  // than a closed connection.
   std::vector<::gloo::transport::UnboundBuffer*> in(partners.size());
   for (size_t i = 0; i < partners.size(); ++i) {
     const int p = partners[i];
@@ -207,8 +234,13 @@ void exchange_frames(const std::shared_ptr<::gloo::Context>& ctx,
   for (size_t i = 0; i < partners.size(); ++i) {
     const int p = partners[i];
     t.wait_one(in[i]);
-    check_frame(frames_out[static_cast<size_t>(p)], ctx->rank,
-                frames_in[static_cast<size_t>(p)], p);
+    try {
+      check_frame(frames_out[static_cast<size_t>(p)], ctx->rank,
+                  frames_in[static_cast<size_t>(p)], p);
+    } catch (...) {
+      t.flush_sends(kFrameFlush);
+      throw;
+    }
   }
   t.wait();
 }

@@ -116,6 +116,10 @@ class Transfers {
   // Waits for the one transfer posted on `b` (a buffer of its own), ahead
   // of the others.
   void wait_one(::gloo::transport::UnboundBuffer* b);
+  // On the way to failing: gives the sends posted so far at most `most`
+  // (never past the deadline) to leave, so that what this rank already
+  // said reaches its peers before its connections close. Never throws.
+  void flush_sends(std::chrono::milliseconds most) noexcept;
 
  private:
   struct Pending {
