@@ -230,7 +230,10 @@ if $py -c "import build, setuptools, wheel, venv" 2>/dev/null; then
     PATH=$work/aw/bin:$PATH "$work/aw/bin/auditwheel" repair --strip -w "$work/repaired" \
       "$wheel" >>"$work/aw.log" 2>&1 || { cat "$work/aw.log"; fail "auditwheel repair"; }
     repaired=$(ls "$work"/repaired/gang-*.whl)
-    $py -m zipfile -l "$repaired" | grep -q 'gang.libs/libgloo' ||
+    # Listed whole before it is searched: grep -q leaves at the first
+    # match, and a lister still writing then dies of a broken pipe.
+    listing=$($py -m zipfile -l "$repaired")
+    grep -q 'gang.libs/libgloo' <<<"$listing" ||
       fail "auditwheel did not graft libgloo into $(basename "$repaired")"
     $py -m venv "$work/venv-repaired"
     "$work/venv-repaired/bin/pip" install -q --no-index "$repaired" || fail "pip install $repaired"
