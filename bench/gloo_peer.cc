@@ -1,7 +1,9 @@
 // gloo_peer: the plain-Gloo side of bench/compare.sh - a program that uses
 // Gloo directly (TCP device on 127.0.0.1, file-store rendezvous), as a user
 // without gang would. Times gloo::allreduce (float SUM), gloo::broadcast
-// (root 0) or gloo::allgather with gang-bench's rules and prints one
+// (root 0), gloo::allgather or Gloo's reduce-scatter (the halving-doubling
+// algorithm, made once per size as a program reusing it would; float SUM)
+// with gang-bench's rules and prints one
 // "size_bytes time_us" line per size on rank 0. Rank and size come from
 // gangrun's GANG_RANK / GANG_SIZE.
 //   gangrun --nproc-per-node N -- gloo_peer COLL MIN MAX FACTOR ITERS WARMUP DIR
@@ -9,6 +11,7 @@
 #include <gloo/allreduce.h>
 #include <gloo/broadcast.h>
 #include <gloo/math.h>
+#include <gloo/reduce_scatter.h>
 #include <gloo/rendezvous/context.h>
 #include <gloo/rendezvous/file_store.h>
 #include <gloo/transport/tcp/device.h>
@@ -18,6 +21,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -52,7 +56,14 @@ int main(int argc, char** argv) {
   for (size_t bytes = min_b; bytes <= max_b; bytes = static_cast<size_t>(bytes * factor)) {
     const size_t count = bytes / sizeof(float);
     const size_t chunk = count / static_cast<size_t>(size);
-    if (coll == "all_gather" && chunk == 0) continue;  // less than an element each
+    const bool splits = coll == "all_gather" || coll == "reduce_scatter";
+    if (splits && chunk == 0) continue;  // less than an element each
+    std::unique_ptr<gloo::ReduceScatterHalvingDoubling<float>> reduce_scatter;
+    if (coll == "reduce_scatter") {
+      reduce_scatter = std::make_unique<gloo::ReduceScatterHalvingDoubling<float>>(
+          ctx, std::vector<float*>{send.data()}, static_cast<int>(chunk * size),
+          std::vector<int>(static_cast<size_t>(size), static_cast<int>(chunk)));
+    }
     for (int i = -warmup; i < iters; ++i) {
       const auto t0 = std::chrono::steady_clock::now();
       if (coll == "all_reduce") {
@@ -67,6 +78,8 @@ int main(int argc, char** argv) {
         o.setOutput(recv.data(), count);
         o.setRoot(0);
         gloo::broadcast(o);
+      } else if (reduce_scatter) {
+        reduce_scatter->run();
       } else {
         gloo::AllgatherOptions o(ctx);
         o.setInput(send.data(), chunk);
@@ -85,7 +98,7 @@ int main(int argc, char** argv) {
     g.setOutput(stats.data(), stats.size());
     gloo::allgather(g);
     if (rank == 0) {
-      const size_t shown = coll == "all_gather" ? chunk * size * sizeof(float) : bytes;
+      const size_t shown = splits ? chunk * size * sizeof(float) : bytes;
       std::printf("%zu %.3f\n", shown, *std::max_element(stats.begin(), stats.end()));
     }
   }

@@ -1,10 +1,12 @@
 /* mpi_peer: the Open MPI side of bench/compare.sh. Times MPI_Allreduce
- * (float SUM), MPI_Bcast (root 0) or MPI_Allgather over sizes, with
+ * (float SUM), MPI_Bcast (root 0), MPI_Allgather or MPI_Reduce_scatter_block
+ * (float SUM) over sizes, with
  * gang-bench's rules: per size, each rank's median call over -n timed calls
  * after -w warm-up calls; the largest median over ranks is printed, one
  * "size_bytes time_us" line per size on rank 0.
- *   mpirun -np N mpi_peer all_reduce|broadcast|all_gather MIN MAX FACTOR ITERS WARMUP
- * Sizes are those of gang-bench: the whole gathered buffer for all_gather.
+ *   mpirun -np N mpi_peer all_reduce|broadcast|all_gather|reduce_scatter MIN MAX FACTOR ITERS WARMUP
+ * Sizes are those of gang-bench: the whole gathered buffer for all_gather,
+ * the whole input for reduce_scatter.
  * Both buffers are filled with values first, as gang-bench fills its own. */
 #include <mpi.h>
 #include <stdio.h>
@@ -50,14 +52,17 @@ int main(int argc, char** argv) {
   for (bytes = min_b; bytes <= max_b; bytes = (size_t)(bytes * factor)) {
     const int count = (int)(bytes / sizeof(float));
     const int chunk = count / size;
+    const int splits = !strcmp(coll, "all_gather") || !strcmp(coll, "reduce_scatter");
     double median, worst;
-    if (!strcmp(coll, "all_gather") && chunk == 0) continue; /* under an element each */
+    if (splits && chunk == 0) continue; /* under an element each */
     for (i = -warmup; i < iters; ++i) {
       const double t0 = MPI_Wtime();
       if (!strcmp(coll, "all_reduce")) {
         MPI_Allreduce(send, recv, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
       } else if (!strcmp(coll, "broadcast")) {
         MPI_Bcast(recv, count, MPI_FLOAT, 0, MPI_COMM_WORLD);
+      } else if (!strcmp(coll, "reduce_scatter")) {
+        MPI_Reduce_scatter_block(send, recv, chunk, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
       } else {
         MPI_Allgather(send, chunk, MPI_FLOAT, recv, chunk, MPI_FLOAT, MPI_COMM_WORLD);
       }
@@ -66,7 +71,7 @@ int main(int argc, char** argv) {
     qsort(t, (size_t)iters, sizeof *t, by_value);
     median = iters % 2 ? t[iters / 2] : 0.5 * (t[iters / 2 - 1] + t[iters / 2]);
     MPI_Reduce(&median, &worst, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
-    if (rank == 0) printf("%zu %.3f\n", !strcmp(coll, "all_gather") ? (size_t)chunk * size * sizeof(float) : bytes, worst);
+    if (rank == 0) printf("%zu %.3f\n", splits ? (size_t)chunk * size * sizeof(float) : bytes, worst);
   }
   free(send);
   free(recv);
