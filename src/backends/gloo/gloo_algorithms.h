@@ -23,6 +23,9 @@ void direct_reduce(const Run& r);
 void direct_broadcast(const Run& r);
 // All-gather(v), each block to every rank (`counts` in elements): small blocks, small gangs.
 void direct_all_gather(const Run& r, const std::vector<size_t>& counts);
+// Reduce-scatter(v), each block to its rank, reduced there in rank order
+// (`counts` in elements): small blocks, small gangs.
+void direct_reduce_scatter(const Run& r, const std::vector<size_t>& counts);
 // Gather, each block to the root: the only gather, every size.
 void direct_gather(const Run& r);
 // Scatter, each rank's block from the root: the only scatter, every size.
@@ -44,7 +47,7 @@ void ring_reduce(const Run& r);
 void ring_broadcast(const Run& r);
 // All-gather(v), `counts` per rank (elements): large blocks, or gangs over 8.
 void ring_all_gather(const Run& r, const std::vector<size_t>& counts);
-// Reduce-scatter(v): the only reduce-scatter, every size.
+// Reduce-scatter(v): large blocks, or gangs over 8.
 void ring_reduce_scatter(const Run& r);
 
 // Log-round: ceil(log2 n) rounds.

@@ -83,6 +83,56 @@ void direct_all_reduce(const Run& r) { direct_reduce_to(r, -1); }
 
 void direct_reduce(const Run& r) { direct_reduce_to(r, r.a.root); }
 
+// Each rank sends every peer that peer's block and reduces the n blocks of
+// its own in rank order, so the result has the same bits on every rank
+// that could compute it. Uniform blocks that fit ride in the frames.
+void direct_reduce_scatter(const Run& r, const std::vector<size_t>& counts) {
+  const size_t n = static_cast<size_t>(r.n);
+  const size_t me = static_cast<size_t>(r.me);
+  const auto offsets = core::prefix_offsets(counts);
+  const size_t mine = counts[me] * r.es;
+  const uint8_t* const send = bytes_of(r.a.send);
+  // The peers' blocks for this rank (rank p at slot p, or p - 1 above it).
+  uint8_t* const theirs = r.scratch.get(0, (n - 1) * mine);
+  auto slot_of = [&](size_t p) { return (p < me ? p : p - 1) * mine; };
+  const bool uniform = largest_of(counts) == counts[me] && total_of(counts) == n * counts[me];
+  if (uniform && mine <= kInlineBytes) {
+    std::vector<const void*> blocks(n);
+    for (size_t p = 0; p < n; ++p) blocks[p] = send + offsets[p] * r.es;
+    const std::vector<Frame> in = agree(r, r.everyone_else(), nullptr, nullptr, &blocks, mine);
+    for (int p : r.everyone_else()) {
+      copy_bytes(theirs + slot_of(static_cast<size_t>(p)), in[static_cast<size_t>(p)].data,
+                 mine);
+    }
+  } else {
+    Transfers t(r.ctx, r.waits, r.op.deadline);
+    auto* out = t.buffer(send, total_of(counts) * r.es);
+    auto* in = t.buffer(theirs, (n - 1) * mine);
+    for (int p : r.everyone_else()) {
+      const auto i = static_cast<size_t>(p);
+      post_early(t, in, false, p, r.tag, slot_of(i), mine);
+      post_early(t, out, true, p, r.tag, offsets[i] * r.es, counts[i] * r.es);
+    }
+    agree(r, r.everyone_else());
+    t.wait();
+  }
+  if (mine == 0) return;
+  // This rank's own block, copied where the output overlaps it and would
+  // be written before it is read (from rank 2 on).
+  const uint8_t* own = send + offsets[me] * r.es;
+  uint8_t* const recv = bytes_of(r.a.recv);
+  if (me >= 2 && recv < own + mine && own < recv + mine) {
+    uint8_t* copy = r.scratch.get(1, mine);
+    copy_bytes(copy, own, mine);
+    own = copy;
+  }
+  auto input = [&](size_t p) { return p == me ? own : theirs + slot_of(p); };
+  const ReduceOp op = partial_op(r.a.op);
+  core::reduce(recv, input(0), input(1), counts[me], r.a.dtype, op);
+  for (size_t p = 2; p < n; ++p) core::reduce(recv, recv, input(p), counts[me], r.a.dtype, op);
+  if (r.a.op == ReduceOp::kAvg) core::finish_avg(recv, counts[me], r.a.dtype, r.n);
+}
+
 void direct_broadcast(const Run& r) {
   const size_t bytes = r.a.count * r.es;
   const bool root = r.me == r.a.root;

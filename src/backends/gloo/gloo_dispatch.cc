@@ -58,16 +58,16 @@ constexpr Algorithm kOnlyOne = Algorithm::kRing;
 //                  tree    otherwise, n <= kDirectRanks
 //                  ring    otherwise (the root scatters, a ring all-gather)
 //   all-gather(v)  direct  n <= kDirectRanks, the largest block x (n-1) <=
-//                          kDirectBytes and all blocks <= 4 kDirectBytes
+//   reduce-scatter(v)      kDirectBytes and all blocks <= 4 kDirectBytes
 //                  ring    otherwise
 //   reduce         direct  bytes x (n-1) <= kDirectBytes
 //                  ring    otherwise
 //   barrier        direct  n <= kDirectRanks
 //                  dissemination otherwise
-//   gather, scatter, all-to-all(v): direct; reduce-scatter(v): ring.
+//   gather, scatter, all-to-all(v): direct.
 //
 // GANG_GLOO_ALGORITHM=direct|ring|tree forces one of all-reduce's,
-// broadcast's and all-gather's where it applies (direct and tree on gangs
+// broadcast's, all-gather's and reduce-scatter's where it applies (direct and tree on gangs
 // of up to kDirectRanks; else the ring); reduce and barrier go by the
 // table whatever it says.
 
@@ -151,8 +151,16 @@ void run_collective(const std::shared_ptr<::gloo::Context>& ctx,
     case OpKind::kScatter:
       return direct_scatter(run(kOnlyOne));
     case OpKind::kReduceScatter:
-    case OpKind::kReduceScatterV:
-      return ring_reduce_scatter(run(kOnlyOne));
+    case OpKind::kReduceScatterV: {
+      std::vector<size_t> even;
+      if (a.kind == OpKind::kReduceScatter) even.assign(static_cast<size_t>(n), a.count);
+      const std::vector<size_t>& counts =
+          a.kind == OpKind::kReduceScatter ? even : a.recv_counts;
+      // The same rule as the all-gather's: the same blocks travel.
+      return all_gather_algorithm(algorithm, n, counts, es) == Algorithm::kDirect
+                 ? direct_reduce_scatter(run(Algorithm::kDirect), counts)
+                 : ring_reduce_scatter(run(Algorithm::kRing));
+    }
     case OpKind::kAllToAll: {
       const std::vector<size_t> same(static_cast<size_t>(n), a.count);
       return direct_all_to_all(run(kOnlyOne), same, same);
