@@ -47,8 +47,8 @@ void ring_reduce(const Run& r);
 void ring_broadcast(const Run& r);
 // All-gather(v), `counts` per rank (elements): large blocks, or gangs over 8.
 void ring_all_gather(const Run& r, const std::vector<size_t>& counts);
-// Reduce-scatter(v): large blocks, or gangs over 8.
-void ring_reduce_scatter(const Run& r);
+// Reduce-scatter(v), `counts` per rank (elements): large blocks, or gangs over 8.
+void ring_reduce_scatter(const Run& r, const std::vector<size_t>& counts);
 
 // Log-round: ceil(log2 n) rounds.
 

@@ -15,6 +15,30 @@ using core::ReduceOp;
 
 namespace {
 
+// recv = the n ranks' inputs reduced in rank order, so every rank computes
+// the same bits, then divided where the operation averages. `own` is this
+// rank's input and `theirs(p)` rank p's. From rank 2 on the first partial
+// results would overwrite `own` where recv overlaps it: a copy is read then.
+template <typename Theirs>
+void reduce_in_rank_order(const Run& r, void* recv, const uint8_t* own, size_t count,
+                          Theirs theirs) {
+  const size_t me = static_cast<size_t>(r.me);
+  const size_t bytes = count * r.es;
+  const uint8_t* out = bytes_of(recv);
+  if (me >= 2 && out < own + bytes && own < out + bytes) {
+    uint8_t* copy = r.scratch.get(1, bytes);
+    copy_bytes(copy, own, bytes);
+    own = copy;
+  }
+  auto input = [&](size_t p) { return p == me ? own : theirs(p); };
+  const ReduceOp op = partial_op(r.a.op);
+  core::reduce(recv, input(0), input(1), count, r.a.dtype, op);
+  for (size_t p = 2; p < static_cast<size_t>(r.n); ++p) {
+    core::reduce(recv, recv, input(p), count, r.a.dtype, op);
+  }
+  if (r.a.op == ReduceOp::kAvg) core::finish_avg(recv, count, r.a.dtype, r.n);
+}
+
 // Every rank sends its whole input to every peer, then reduces the n inputs
 // in rank order, so every rank computes the same bits. `root` >= 0: only
 // the root receives and reduces (gang_reduce).
@@ -55,26 +79,8 @@ void direct_reduce_to(const Run& r, int root) {
     t.wait();
   }
   if (!receives || bytes == 0) return;
-  // Rank order on every rank, so every rank computes the same bits. In
-  // place, this rank's input is overwritten by the first partial results
-  // unless it is rank 0 or 1: keep a copy then.
-  const uint8_t* own = bytes_of(send);
-  if (send == recv && me >= 2) {
-    uint8_t* copy = r.scratch.get(1, bytes);
-    copy_bytes(copy, send, bytes);
-    own = copy;
-  }
-  auto input = [&](size_t p) {
-    return p == me ? own : all + slot_of(p);
-  };
-  const ReduceOp op = partial_op(r.a.op);
-  core::reduce(recv, input(0), input(1), r.a.count, r.a.dtype, op);
-  for (size_t p = 2; p < n; ++p) {
-    core::reduce(recv, recv, input(p), r.a.count, r.a.dtype, op);
-  }
-  if (r.a.op == ReduceOp::kAvg) {
-    core::finish_avg(recv, r.a.count, r.a.dtype, r.n);
-  }
+  reduce_in_rank_order(r, recv, bytes_of(send), r.a.count,
+                       [&](size_t p) { return all + slot_of(p); });
 }
 
 }  // namespace
@@ -117,20 +123,8 @@ void direct_reduce_scatter(const Run& r, const std::vector<size_t>& counts) {
     t.wait();
   }
   if (mine == 0) return;
-  // This rank's own block, copied where the output overlaps it and would
-  // be written before it is read (from rank 2 on).
-  const uint8_t* own = send + offsets[me] * r.es;
-  uint8_t* const recv = bytes_of(r.a.recv);
-  if (me >= 2 && recv < own + mine && own < recv + mine) {
-    uint8_t* copy = r.scratch.get(1, mine);
-    copy_bytes(copy, own, mine);
-    own = copy;
-  }
-  auto input = [&](size_t p) { return p == me ? own : theirs + slot_of(p); };
-  const ReduceOp op = partial_op(r.a.op);
-  core::reduce(recv, input(0), input(1), counts[me], r.a.dtype, op);
-  for (size_t p = 2; p < n; ++p) core::reduce(recv, recv, input(p), counts[me], r.a.dtype, op);
-  if (r.a.op == ReduceOp::kAvg) core::finish_avg(recv, counts[me], r.a.dtype, r.n);
+  reduce_in_rank_order(r, r.a.recv, send + offsets[me] * r.es, counts[me],
+                       [&](size_t p) { return theirs + slot_of(p); });
 }
 
 void direct_broadcast(const Run& r) {

@@ -67,9 +67,9 @@ constexpr Algorithm kOnlyOne = Algorithm::kRing;
 //   gather, scatter, all-to-all(v): direct.
 //
 // GANG_GLOO_ALGORITHM=direct|ring|tree forces one of all-reduce's,
-// broadcast's, all-gather's and reduce-scatter's where it applies (direct and tree on gangs
-// of up to kDirectRanks; else the ring); reduce and barrier go by the
-// table whatever it says.
+// broadcast's, all-gather's and reduce-scatter's where it applies (direct
+// and tree on gangs of up to kDirectRanks; else the ring); reduce and
+// barrier go by the table whatever it says.
 
 // Whether `candidate` (direct or tree) runs when `asked` is
 // GANG_GLOO_ALGORITHM: auto takes it when `by_size`.
@@ -102,6 +102,13 @@ Algorithm all_gather_algorithm(Algorithm asked, int n, const std::vector<size_t>
   const bool small = n <= kDirectRanks && largest_of(counts) * es * peers <= kDirectBytes &&
                      total_of(counts) * es <= 4 * kDirectBytes;
   return takes(asked, Algorithm::kDirect, small, n) ? Algorithm::kDirect : Algorithm::kRing;
+}
+
+// Each rank's block (elements) of an all-gather(v) or reduce-scatter(v):
+// the counts of a v-collective, else `count` each.
+std::vector<size_t> blocks_of(const CollectiveArgs& a, int n) {
+  const bool v = a.kind == OpKind::kAllGatherV || a.kind == OpKind::kReduceScatterV;
+  return v ? a.recv_counts : std::vector<size_t>(static_cast<size_t>(n), a.count);
 }
 
 Algorithm reduce_algorithm(int n, size_t bytes) {
@@ -139,9 +146,7 @@ void run_collective(const std::shared_ptr<::gloo::Context>& ctx,
       }
     case OpKind::kAllGather:
     case OpKind::kAllGatherV: {
-      std::vector<size_t> even;
-      if (a.kind == OpKind::kAllGather) even.assign(static_cast<size_t>(n), a.count);
-      const std::vector<size_t>& counts = a.kind == OpKind::kAllGather ? even : a.recv_counts;
+      const std::vector<size_t> counts = blocks_of(a, n);
       return all_gather_algorithm(algorithm, n, counts, es) == Algorithm::kDirect
                  ? direct_all_gather(run(Algorithm::kDirect), counts)
                  : ring_all_gather(run(Algorithm::kRing), counts);
@@ -152,14 +157,11 @@ void run_collective(const std::shared_ptr<::gloo::Context>& ctx,
       return direct_scatter(run(kOnlyOne));
     case OpKind::kReduceScatter:
     case OpKind::kReduceScatterV: {
-      std::vector<size_t> even;
-      if (a.kind == OpKind::kReduceScatter) even.assign(static_cast<size_t>(n), a.count);
-      const std::vector<size_t>& counts =
-          a.kind == OpKind::kReduceScatter ? even : a.recv_counts;
+      const std::vector<size_t> counts = blocks_of(a, n);
       // The same rule as the all-gather's: the same blocks travel.
       return all_gather_algorithm(algorithm, n, counts, es) == Algorithm::kDirect
                  ? direct_reduce_scatter(run(Algorithm::kDirect), counts)
-                 : ring_reduce_scatter(run(Algorithm::kRing));
+                 : ring_reduce_scatter(run(Algorithm::kRing), counts);
     }
     case OpKind::kAllToAll: {
       const std::vector<size_t> same(static_cast<size_t>(n), a.count);

@@ -22,6 +22,8 @@ using Millis = std::chrono::milliseconds;
 constexpr uint32_t kFrameMagic = 0x6d726667;  // "gfrm"
 // Frames travel on their own slots, apart from every payload.
 constexpr uint8_t kFramePrefix = 0x44;
+// How long a rank that found a mismatch gives its frames to leave.
+constexpr Millis kFrameFlush{250};
 
 }  // namespace
 
@@ -180,9 +182,6 @@ void Transfers::wait_one(::gloo::transport::UnboundBuffer* b) {
     return;
   }
 }
-
-// How long a rank that found a mismatch gives its frames to leave.
-constexpr Millis kFrameFlush{250};
 
 void Transfers::flush_sends(Millis most) noexcept {
   const auto until = std::min(deadline_, core::Clock::now() + most);

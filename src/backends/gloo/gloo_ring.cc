@@ -11,7 +11,6 @@ namespace gang::backends::gloo_impl {
 
 using base::copy_bytes;
 using base::move_bytes;
-using core::OpKind;
 using core::ReduceOp;
 
 namespace {
@@ -157,10 +156,7 @@ void ring_all_gather(const Run& r, const std::vector<size_t>& counts) {
   all_gather_around(r, out, total * r.es, counts, offsets, 0, 1);
 }
 
-void ring_reduce_scatter(const Run& r) {
-  const size_t n = static_cast<size_t>(r.n);
-  std::vector<size_t> counts = r.a.recv_counts;
-  if (r.a.kind == OpKind::kReduceScatter) counts.assign(n, r.a.count);
+void ring_reduce_scatter(const Run& r, const std::vector<size_t>& counts) {
   const auto offsets = core::prefix_offsets(counts);
   const size_t total = total_of(counts);
   agree(r, r.neighbours());
