@@ -104,8 +104,9 @@ gang_status_t issue(gang_t* g, core::CollectiveArgs args, gang_work_t** work,
   if (work != nullptr) *work = nullptr;
   if (work == nullptr) {
     core::Gang::Blocking blocking(*impl);
-    auto w = impl->issue(std::move(args), false);
-    return w ? wait_work(*w, core::Millis(-1)) : GANG_OK;  // null: in a group
+    std::string message;
+    const Status s = impl->run(std::move(args), &message);
+    return report(s, message);
   }
   auto w = impl->issue(std::move(args), true);
   if (w) *work = wrap_work(std::move(w));

@@ -28,8 +28,11 @@ inline bool at_deadline(Clock::time_point deadline, Clock::time_point now = Cloc
 }
 
 // now + timeout, saturating at a century.
+inline Clock::time_point deadline_from(Clock::time_point now, Millis timeout) {
+  return now + (timeout < Millis(kCenturyMs) ? timeout : Millis(kCenturyMs));
+}
 inline Clock::time_point deadline_after(Millis timeout) {
-  return Clock::now() + (timeout < Millis(kCenturyMs) ? timeout : Millis(kCenturyMs));
+  return deadline_from(Clock::now(), timeout);
 }
 
 class Deadline {

@@ -8,20 +8,25 @@ Executor::Executor(std::function<void(Task&)> post) : post_(std::move(post)) {}
 
 Executor::~Executor() { stop(Millis(0)); }
 
+bool Executor::enter_here() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (stopping_) fail(Status::kAborted, "the gang is being destroyed");
+  if (busy_ || !queue_.empty()) return false;
+  busy_ = true;
+  return true;
+}
+
+void Executor::leave_here() {
+  std::lock_guard<std::mutex> lock(mu_);
+  busy_ = false;
+  cv_.notify_all();
+}
+
 void Executor::submit(std::shared_ptr<Task> task, bool async) {
+  if (!async && run_here([&] { post_(*task); })) return;
   std::unique_lock<std::mutex> lock(mu_);
   if (stopping_) {
     fail(Status::kAborted, "the gang is being destroyed");
-  }
-  if (!async && !busy_ && queue_.empty()) {
-    // The hot path: post on the caller's thread.
-    busy_ = true;
-    lock.unlock();
-    post_(*task);
-    lock.lock();
-    busy_ = false;
-    cv_.notify_all();
-    return;
   }
   queue_.push_back(std::move(task));
   if (!worker_.joinable()) worker_ = std::thread([this] { worker_loop(); });

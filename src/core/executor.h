@@ -41,6 +41,21 @@ class Executor {
   // returns once posted. Otherwise queues it and returns.
   void submit(std::shared_ptr<Task> task, bool async);
 
+  // The blocking call's path: if nothing is queued or running, runs
+  // post() on this thread and returns true; otherwise runs nothing and
+  // returns false (the caller submits a task instead). Nothing is
+  // allocated: no task, no hand-off.
+  template <typename Post>
+  bool run_here(Post&& post) {
+    if (!enter_here()) return false;
+    struct Leave {
+      Executor& e;
+      ~Leave() { e.leave_here(); }
+    } leave{*this};
+    post();
+    return true;
+  }
+
   // Waits until nothing is queued or running, at most until `until`; true
   // if idle.
   bool wait_idle(Clock::time_point until);
@@ -50,6 +65,10 @@ class Executor {
 
  private:
   void worker_loop();
+  // run_here's bracket: claims the executor for this thread (false when
+  // busy or something is queued) and gives it back.
+  bool enter_here();
+  void leave_here();
 
   std::function<void(Task&)> post_;
   std::mutex mu_;

@@ -60,7 +60,7 @@ FlightRecorder::FlightRecorder(const std::string& path, int global_rank,
 }
 
 void FlightRecorder::issued(uint64_t id, uint64_t seq,
-                            const CollectiveArgs& args) {
+                            const CollectiveArgs& args, Clock::time_point now) {
   Entry e;
   e.id = id;
   e.seq = seq;
@@ -69,7 +69,7 @@ void FlightRecorder::issued(uint64_t id, uint64_t seq,
   e.op = args.op;
   e.root = args.root;
   e.count = args.count;
-  e.issued = Clock::now();
+  e.issued = now;
   std::lock_guard<std::mutex> lock(mu_);
   if (ring_.size() < kCapacity) {
     ring_.push_back(e);

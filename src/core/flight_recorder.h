@@ -31,7 +31,10 @@ class FlightRecorder {
   FlightRecorder(const std::string& path, int global_rank,
                  const std::string& gang, int rank, int size);
 
-  void issued(uint64_t id, uint64_t seq, const CollectiveArgs& args);
+  // Operation `id` was issued at `now` (the clock reading its deadline
+  // came from); ended(): it ended with `status`.
+  void issued(uint64_t id, uint64_t seq, const CollectiveArgs& args,
+              Clock::time_point now);
   void ended(uint64_t id, Status status);
 
   // Appends the recorded operations, oldest first, under a header naming the

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <new>
+#include <optional>
 
 #include "core/control_channel.h"
 #include "core/executor.h"
@@ -85,6 +86,50 @@ void Gang::check(const CollectiveArgs& args) const {
 
 std::shared_ptr<Work> Gang::issue(CollectiveArgs args, bool async) {
   check(args);
+  return issue_checked(std::move(args), async);
+}
+
+Status Gang::run(CollectiveArgs args, std::string* message) {
+  check(args);
+  const bool posted_at_issue = is_p2p(args.kind) && caps_->tagged_p2p;
+  if (open_groups_.load(std::memory_order_relaxed) != 0 || posted_at_issue) {
+    const auto work = issue_checked(std::move(args), false);
+    return work ? work->wait(Millis(-1), message) : Status::kOk;  // null: in a group
+  }
+  const char* api = op_api_name(args.kind);
+  if (failure_->failed()) failure_->throw_failed(api);
+  Operation op;
+  op.args = std::move(args);
+  op.stream = stream_.load();
+  op.stream_completion = stream_completion_.load(std::memory_order_relaxed);
+  // The work lives here, for this call only: nothing else holds it (the
+  // task below does not own it).
+  std::optional<Work> work;
+  const bool ran = executor_->run_here([&] {
+    const Clock::time_point now = Clock::now();
+    op.deadline = base::deadline_from(now, timeout());
+    uint64_t id;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (stopping_) {
+        fail(Status::kAborted, api, ": gang \"", name_, "\" is being destroyed");
+      }
+      id = next_issue_++;
+      op.seq = next_seq_++;
+      if (recorder_) recorder_->issued(id, op.seq, op.args, now);
+    }
+    work.emplace(weak_from_this(), recorder_, api, id, op.deadline, 1);
+    post(op, nullptr, *work);
+  });
+  if (!ran) {
+    // Something is queued or posting: take the queue, in issue order.
+    const auto queued = issue_checked(std::move(op.args), false);
+    return queued->wait(Millis(-1), message);
+  }
+  return work->wait(Millis(-1), message);
+}
+
+std::shared_ptr<Work> Gang::issue_checked(CollectiveArgs args, bool async) {
   if (open_groups_.load(std::memory_order_relaxed) != 0) {
     std::lock_guard<std::mutex> lock(mu_);
     const auto me = std::this_thread::get_id();
@@ -163,7 +208,8 @@ std::shared_ptr<Work> Gang::submit(std::vector<CollectiveArgs> ops,
       ops.size() == 1 ? op_api_name(ops[0].kind) : "gang_group_end";
   if (failure_->failed()) failure_->throw_failed(api);
 
-  const Clock::time_point deadline = deadline_after(timeout());
+  const Clock::time_point issued_at = Clock::now();
+  const Clock::time_point deadline = base::deadline_from(issued_at, timeout());
   void* const stream = stream_.load();
   const bool stream_completion = stream_completion_.load(std::memory_order_relaxed);
   // Point-to-point on a tagged backend is posted now; everything else goes
@@ -186,7 +232,7 @@ std::shared_ptr<Work> Gang::submit(std::vector<CollectiveArgs> ops,
       op.stream = stream;
       op.stream_completion = stream_completion;
       op.args = std::move(args);
-      if (recorder_) recorder_->issued(id, op.seq, op.args);
+      if (recorder_) recorder_->issued(id, op.seq, op.args, issued_at);
       if (p2p && post_now) {
         now.push_back(std::move(op));
       } else {
@@ -231,38 +277,43 @@ std::shared_ptr<Work> Gang::submit(std::vector<CollectiveArgs> ops,
 }
 
 void Gang::post_task(Task& task) {
+  post(task.ops.front(), task.ops.size() == 1 ? nullptr : &task.ops, *task.work);
+}
+
+void Gang::post(const Operation& op, const std::vector<Operation>* group, Work& work) {
   if (failure_->failed()) {
-    task.work->complete(Status::kAborted, failure_->earlier(task.work->api()));
+    work.complete(Status::kAborted, failure_->earlier(work.api()));
     return;
   }
   try {
     if (debug_ && !caps_->emulates_peers) {
-      for (const Operation& op : task.ops) {
+      if (group == nullptr) {
         check_fingerprint(op.args, op.seq, op.deadline);
+      } else {
+        for (const Operation& o : *group) check_fingerprint(o.args, o.seq, o.deadline);
       }
     }
     // Synchronous backends run the operation inside post(): that is where
     // a rank waits for its peers, which the watchdog may warn about.
-    watched_->busy_seq.store(task.ops[0].seq, std::memory_order_relaxed);
-    watched_->busy_kind.store(static_cast<int>(task.ops[0].args.kind),
-                              std::memory_order_relaxed);
+    watched_->busy_seq.store(op.seq, std::memory_order_relaxed);
+    watched_->busy_kind.store(static_cast<int>(op.args.kind), std::memory_order_relaxed);
     watched_->busy_post.store(++posts_, std::memory_order_release);
     BackendWorkPtr pending;
     try {
-      pending = task.ops.size() == 1 ? post_to(*backend_, task.ops[0], size_)
-                                     : post_group_to(*backend_, task.ops, size_);
+      pending = group == nullptr ? post_to(*backend_, op, size_)
+                                 : post_group_to(*backend_, *group, size_);
     } catch (...) {
       watched_->busy_post.store(0, std::memory_order_relaxed);
       throw;
     }
     watched_->busy_post.store(0, std::memory_order_relaxed);
-    task.work->posted(std::move(pending));
+    work.posted(std::move(pending));
   } catch (const Error& e) {
-    task.work->failed(e.status(), e.what());
+    work.failed(e.status(), e.what());
   } catch (const std::bad_alloc&) {
-    task.work->failed(Status::kNoMemory, "out of memory");
+    work.failed(Status::kNoMemory, "out of memory");
   } catch (const std::exception& e) {
-    task.work->failed(Status::kInternal, e.what());
+    work.failed(Status::kInternal, e.what());
   }
 }
 

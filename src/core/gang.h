@@ -118,6 +118,11 @@ class Gang : public std::enable_shared_from_this<Gang> {
   // returns once posted (the caller waits on the work). Inside a group this
   // thread opened, the operation is only recorded and null is returned.
   std::shared_ptr<Work> issue(CollectiveArgs args, bool async);
+  // A blocking call: issues one operation and waits for it; its status,
+  // and the error's message in *message. While nothing else is queued on
+  // the gang it runs on this thread with nothing allocated (the small
+  // sizes' path); otherwise it is issue() and a wait.
+  Status run(CollectiveArgs args, std::string* message);
 
   // Groups belong to the calling thread; other threads' operations meanwhile
   // are issued normally.
@@ -229,6 +234,11 @@ class Gang : public std::enable_shared_from_this<Gang> {
   std::shared_ptr<Work> submit(std::vector<CollectiveArgs> ops, bool async);
   // The executor's callback: posts a task's operations.
   void post_task(Task& task);
+  // Posts `op`, or the group `group` (whose first operation is op), and
+  // hands what is left to `work`; never throws.
+  void post(const Operation& op, const std::vector<Operation>* group, Work& work);
+  // issue() after check().
+  std::shared_ptr<Work> issue_checked(CollectiveArgs args, bool async);
   // Debug checks: every rank compares what it is about to run (one
   // all-gather over the control channel) and a difference is kMismatch
   // naming both calls.

@@ -100,6 +100,25 @@ static int rank_out_of_order(gang_t* g, int rank, int size, void* arg) {
   CHECK_OK(gang_work_destroy(wb));
   free(gathered);
 
+  /* A blocking call issued behind queued work takes its turn. */
+  {
+    int64_t in[4], out[4], x = rank + 1, y = 0;
+    gang_work_t* wq[4];
+    for (i = 0; i < 4; ++i) {
+      in[i] = rank * 10 + i;
+      out[i] = -1;
+      CHECK_OK(gang_all_reduce(g, &in[i], &out[i], 1, GANG_INT64, GANG_SUM, &wq[i]));
+    }
+    CHECK_OK(gang_all_reduce(g, &x, &y, 1, GANG_INT64, GANG_MAX, NULL));
+    CHECK(y == size, "blocking max behind queued work is %lld", (long long)y);
+    for (i = 0; i < 4; ++i) {
+      const int64_t want = 10 * (int64_t)size * (size - 1) / 2 + (int64_t)i * size;
+      CHECK_OK(gang_work_wait(wq[i], -1));
+      CHECK(out[i] == want, "queued sum %d is %lld, expected %lld", i, (long long)out[i],
+            (long long)want);
+      CHECK_OK(gang_work_destroy(wq[i]));
+    }
+  }
   /* Destroying a work that is still running waits for it. */
   {
     int64_t x = rank + 1, y = 0;

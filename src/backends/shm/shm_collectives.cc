@@ -27,8 +27,11 @@ uint8_t* out_bytes(void* p) { return static_cast<uint8_t*>(p); }
 void copy(void* to, const void* from, size_t n) { base::copy_bytes(to, from, n); }
 
 // All-reduces from this size on are split, each rank reducing its share
-// (all_reduce_shared); the measurements behind it: docs/benchmarks.md.
-constexpr size_t kShareFrom = 64 << 10;
+// (all_reduce_shared). On 2 ranks the split wins from 2-4 KiB, and on n
+// ranks the whole-buffer method reads n - 1 peers' inputs where the split
+// reads about two, so the split only gains with width; the measurements
+// behind it: docs/benchmarks.md.
+constexpr size_t kShareFrom = 4 << 10;
 
 // out = rank-order reduction of `bytes` bytes of the n slots, from `at`.
 void reduce_slots(Run& r, void* out, size_t bytes, size_t at = 0) {
