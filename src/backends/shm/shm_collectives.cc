@@ -173,22 +173,27 @@ void scatter(Run& r) {
 }
 
 // reduce_scatter(v): rank p gets the reduction of every rank's block p.
+// The input goes through the slots as one buffer, a chunk a meeting, and
+// each rank reduces the part of its own block the chunk holds: one meeting
+// for any input that fits a chunk, however many ranks.
 void reduce_scatter(Run& r, const std::vector<size_t>& counts) {
   const auto& a = r.args();
-  size_t at = 0;
-  for (int p = 0; p < r.n(); ++p) {
-    const size_t bytes = counts[static_cast<size_t>(p)] * r.es();
-    // In place (recv inside send at this rank's block) is safe: block p is
-    // read into the slot before anyone writes an output.
-    for (size_t off = 0; off < bytes; off += r.chunk()) {
-      const size_t len = std::min(r.chunk(), bytes - off);
-      copy(r.slot(r.me()), in_bytes(a.send) + at + off, len);
-      r.sync();
-      if (p == r.me()) reduce_slots(r, out_bytes(a.recv) + off, len);
-    }
-    at += bytes;
+  size_t total = 0, mine_at = 0;
+  for (size_t p = 0; p < counts.size(); ++p) {
+    if (p == static_cast<size_t>(r.me())) mine_at = total;
+    total += counts[p] * r.es();
   }
-  if (at == 0) r.sync();  // an empty operation still meets once
+  const size_t mine_end = mine_at + counts[static_cast<size_t>(r.me())] * r.es();
+  for (size_t off = 0; off < total || off == 0; off += r.chunk()) {
+    const size_t len = std::min(r.chunk(), total - off);
+    // In place (recv at this rank's block of send) is safe: a chunk is in
+    // the slot before any of its bytes is written as output.
+    copy(r.slot(r.me()), in_bytes(a.send) + off, len);
+    r.sync();
+    const size_t from = std::max(off, mine_at), to = std::min(off + len, mine_end);
+    if (from < to) reduce_slots(r, out_bytes(a.recv) + (from - mine_at), to - from, from - off);
+    if (total == 0) break;
+  }
 }
 
 // all_to_all(v): each slot is cut into n boxes, box p for rank p.
