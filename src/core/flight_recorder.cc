@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -80,7 +81,9 @@ void FlightRecorder::issued(uint64_t id, uint64_t seq,
 }
 
 void FlightRecorder::ended(uint64_t id, Status status) {
-  const auto now = Clock::now();
+  // To the clock's tick: an operation's end is read on every call's path,
+  // and the dump shows whole milliseconds.
+  const auto now = base::coarse_now();
   std::lock_guard<std::mutex> lock(mu_);
   // Operations end in issue order, so the entry is among the newest.
   for (size_t k = 0; k < ring_.size(); ++k) {
@@ -153,7 +156,8 @@ std::string FlightRecorder::dump(const std::string& why) const {
         static_cast<unsigned long long>(e.seq), op_api_name(e.kind),
         dtype_name(e.dtype), is_reduction(e.kind) ? reduce_op_name(e.op) : "-",
         e.count, e.root, recorder_status(e.status), ms(now - e.issued),
-        done ? std::to_string(ms(e.ended - e.issued)).c_str() : "-");
+        done ? std::to_string(ms(std::max(e.ended - e.issued, Clock::duration::zero()))).c_str()
+             : "-");
   }
   std::fprintf(f.get(), "\n");
   return "";

@@ -15,6 +15,28 @@
 
 namespace gang::core {
 
+namespace {
+
+// Runs f() and returns true; or hands what it threw (a status and a
+// message) to failed() and returns false. The posts' one way of turning an
+// exception into a failed operation.
+template <typename F, typename Failed>
+bool caught(F&& f, Failed&& failed) {
+  try {
+    f();
+    return true;
+  } catch (const Error& e) {
+    failed(e.status(), e.what());
+  } catch (const std::bad_alloc&) {
+    failed(Status::kNoMemory, "out of memory");
+  } catch (const std::exception& e) {
+    failed(Status::kInternal, e.what());
+  }
+  return false;
+}
+
+}  // namespace
+
 Gang::~Gang() { shutdown(); }
 
 int Gang::root_rank(int rank) const {
@@ -102,8 +124,8 @@ Status Gang::run(CollectiveArgs args, std::string* message) {
   op.args = std::move(args);
   op.stream = stream_.load();
   op.stream_completion = stream_completion_.load(std::memory_order_relaxed);
-  // The work lives here, for this call only: nothing else holds it (the
-  // task below does not own it).
+  // A work is made only for what did not end inside the post (a backend
+  // work to wait for, an error); it lives here, for this call only.
   std::optional<Work> work;
   const bool ran = executor_->run_here([&] {
     const Clock::time_point now = Clock::now();
@@ -118,15 +140,33 @@ Status Gang::run(CollectiveArgs args, std::string* message) {
       op.seq = next_seq_++;
       if (recorder_) recorder_->issued(id, op.seq, op.args, now);
     }
-    work.emplace(weak_from_this(), recorder_, api, id, op.deadline, 1);
-    post(op, nullptr, *work);
+    const auto make_work = [&] {
+      work.emplace(weak_from_this(), recorder_, api, id, op.deadline, 1);
+      return &*work;
+    };
+    if (failure_->failed()) {
+      post(op, nullptr, *make_work());
+      return;
+    }
+    caught(
+        [&] {
+          BackendWorkPtr pending = post_now(op, nullptr);
+          if (pending) {
+            make_work()->posted(std::move(pending));
+          } else if (recorder_) {
+            recorder_->ended(id, Status::kOk);  // ended inside the post
+          }
+        },
+        [&](Status status, const std::string& what) {
+          (work ? &*work : make_work())->failed(status, what);
+        });
   });
   if (!ran) {
     // Something is queued or posting: take the queue, in issue order.
     const auto queued = issue_checked(std::move(op.args), false);
     return queued->wait(Millis(-1), message);
   }
-  return work->wait(Millis(-1), message);
+  return work ? work->wait(Millis(-1), message) : Status::kOk;
 }
 
 std::shared_ptr<Work> Gang::issue_checked(CollectiveArgs args, bool async) {
@@ -256,18 +296,14 @@ std::shared_ptr<Work> Gang::submit(std::vector<CollectiveArgs> ops,
     }
   }
   if (!now.empty()) {
-    try {
-      std::lock_guard<std::mutex> lock(post_mu_);
-      auto all = std::make_unique<CompositeWork>();
-      for (const Operation& op : now) all->add(post_to(*backend_, op, size_));
-      work->posted(CompositeWork::simplify(std::move(all)));
-    } catch (const Error& e) {
-      work->failed(e.status(), e.what());
-    } catch (const std::bad_alloc&) {
-      work->failed(Status::kNoMemory, "out of memory");
-    } catch (const std::exception& e) {
-      work->failed(Status::kInternal, e.what());
-    }
+    caught(
+        [&] {
+          std::lock_guard<std::mutex> lock(post_mu_);
+          auto all = std::make_unique<CompositeWork>();
+          for (const Operation& op : now) all->add(post_to(*backend_, op, size_));
+          work->posted(CompositeWork::simplify(std::move(all)));
+        },
+        [&](Status status, const std::string& what) { work->failed(status, what); });
   }
   if (task) {
     task->work = work;
@@ -285,36 +321,29 @@ void Gang::post(const Operation& op, const std::vector<Operation>* group, Work& 
     work.complete(Status::kAborted, failure_->earlier(work.api()));
     return;
   }
-  try {
-    if (debug_ && !caps_->emulates_peers) {
-      if (group == nullptr) {
-        check_fingerprint(op.args, op.seq, op.deadline);
-      } else {
-        for (const Operation& o : *group) check_fingerprint(o.args, o.seq, o.deadline);
-      }
+  caught([&] { work.posted(post_now(op, group)); },
+         [&](Status status, const std::string& what) { work.failed(status, what); });
+}
+
+BackendWorkPtr Gang::post_now(const Operation& op, const std::vector<Operation>* group) {
+  if (debug_ && !caps_->emulates_peers) {
+    if (group == nullptr) {
+      check_fingerprint(op.args, op.seq, op.deadline);
+    } else {
+      for (const Operation& o : *group) check_fingerprint(o.args, o.seq, o.deadline);
     }
-    // Synchronous backends run the operation inside post(): that is where
-    // a rank waits for its peers, which the watchdog may warn about.
-    watched_->busy_seq.store(op.seq, std::memory_order_relaxed);
-    watched_->busy_kind.store(static_cast<int>(op.args.kind), std::memory_order_relaxed);
-    watched_->busy_post.store(++posts_, std::memory_order_release);
-    BackendWorkPtr pending;
-    try {
-      pending = group == nullptr ? post_to(*backend_, op, size_)
-                                 : post_group_to(*backend_, *group, size_);
-    } catch (...) {
-      watched_->busy_post.store(0, std::memory_order_relaxed);
-      throw;
-    }
-    watched_->busy_post.store(0, std::memory_order_relaxed);
-    work.posted(std::move(pending));
-  } catch (const Error& e) {
-    work.failed(e.status(), e.what());
-  } catch (const std::bad_alloc&) {
-    work.failed(Status::kNoMemory, "out of memory");
-  } catch (const std::exception& e) {
-    work.failed(Status::kInternal, e.what());
   }
+  // Synchronous backends run the operation inside post(): that is where
+  // a rank waits for its peers, which the watchdog may warn about.
+  watched_->busy_seq.store(op.seq, std::memory_order_relaxed);
+  watched_->busy_kind.store(static_cast<int>(op.args.kind), std::memory_order_relaxed);
+  watched_->busy_post.store(++posts_, std::memory_order_release);
+  struct Idle {
+    Watched& w;
+    ~Idle() { w.busy_post.store(0, std::memory_order_relaxed); }
+  } idle{*watched_};
+  return group == nullptr ? post_to(*backend_, op, size_)
+                          : post_group_to(*backend_, *group, size_);
 }
 
 void Gang::control(const char* api,

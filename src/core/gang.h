@@ -237,6 +237,9 @@ class Gang : public std::enable_shared_from_this<Gang> {
   // Posts `op`, or the group `group` (whose first operation is op), and
   // hands what is left to `work`; never throws.
   void post(const Operation& op, const std::vector<Operation>* group, Work& work);
+  // post()'s part that reaches the backend: what is left to wait for (null
+  // when it ended there); throws what the backend threw.
+  BackendWorkPtr post_now(const Operation& op, const std::vector<Operation>* group);
   // issue() after check().
   std::shared_ptr<Work> issue_checked(CollectiveArgs args, bool async);
   // Debug checks: every rank compares what it is about to run (one
