@@ -31,14 +31,15 @@ inline bool at_deadline(Clock::time_point deadline, Clock::time_point now = Cloc
 inline Clock::time_point deadline_from(Clock::time_point now, Millis timeout) {
   return now + (timeout < Millis(kCenturyMs) ? timeout : Millis(kCenturyMs));
 }
+inline Clock::time_point deadline_after(Millis timeout) {
+  return deadline_from(Clock::now(), timeout);
+}
+
 // Clock::now() to within the kernel's clock tick (1-4 ms), for about a
 // third of its cost: CLOCK_MONOTONIC_COARSE, the clock Clock reads
 // (steady_clock is CLOCK_MONOTONIC) at the last tick. For records shown
 // in whole milliseconds, never for a deadline.
 Clock::time_point coarse_now();
-inline Clock::time_point deadline_after(Millis timeout) {
-  return deadline_from(Clock::now(), timeout);
-}
 
 class Deadline {
  public:
