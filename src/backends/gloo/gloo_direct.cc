@@ -59,11 +59,11 @@ void direct_reduce_to(const Run& r, int root) {
   auto slot_of = [&](size_t p) { return (p < me ? p : p - 1) * bytes; };
   if (fits) {
     const auto mine = same_for_all(r, send);
-    const std::vector<Frame> in = agree(r, partners, nullptr, nullptr, &mine, bytes);
+    const Agreed in = agree(r, partners, nullptr, nullptr, &mine, bytes);
     if (!receives) return;  // the frame carried it
     for (int p : partners) {
       copy_bytes(all + slot_of(static_cast<size_t>(p)),
-                  in[static_cast<size_t>(p)].data, bytes);
+                  in.from(p).data, bytes);
     }
   } else {
     Transfers t(r.ctx, r.waits, r.op.deadline);
@@ -105,9 +105,9 @@ void direct_reduce_scatter(const Run& r, const std::vector<size_t>& counts) {
   if (uniform && mine <= kInlineBytes) {
     std::vector<const void*> blocks(n);
     for (size_t p = 0; p < n; ++p) blocks[p] = send + offsets[p] * r.es;
-    const std::vector<Frame> in = agree(r, r.everyone_else(), nullptr, nullptr, &blocks, mine);
+    const Agreed in = agree(r, r.everyone_else(), nullptr, nullptr, &blocks, mine);
     for (int p : r.everyone_else()) {
-      copy_bytes(theirs + slot_of(static_cast<size_t>(p)), in[static_cast<size_t>(p)].data,
+      copy_bytes(theirs + slot_of(static_cast<size_t>(p)), in.from(p).data,
                  mine);
     }
   } else {
@@ -134,7 +134,7 @@ void direct_broadcast(const Run& r) {
   if (fits) {
     const auto mine = same_for_all(r, r.a.recv);
     const auto in = agree(r, r.rooted(), nullptr, nullptr, root ? &mine : nullptr, bytes);
-    if (!root) copy_bytes(r.a.recv, in[static_cast<size_t>(r.a.root)].data, bytes);
+    if (!root) copy_bytes(r.a.recv, in.from(r.a.root).data, bytes);
     return;
   }
   Transfers t(r.ctx, r.waits, r.op.deadline);
@@ -156,7 +156,7 @@ void direct_all_gather(const Run& r, const std::vector<size_t>& counts) {
     const auto in = agree(r, r.everyone_else(), nullptr, nullptr, &mine, own);
     for (int p : r.everyone_else()) {
       const auto i = static_cast<size_t>(p);
-      copy_bytes(out + offsets[i] * r.es, in[i].data, counts[i] * r.es);
+      copy_bytes(out + offsets[i] * r.es, in.from(p).data, counts[i] * r.es);
     }
     return;
   }
@@ -185,7 +185,7 @@ void direct_gather(const Run& r) {
     if (fits) {
       for (int p : r.everyone_else()) {
         copy_bytes(out + static_cast<size_t>(p) * bytes,
-                    in[static_cast<size_t>(p)].data, bytes);
+                    in.from(p).data, bytes);
       }
       return;
     }
@@ -222,7 +222,7 @@ void direct_scatter(const Run& r) {
     const uint8_t* own = bytes_of(r.a.send) + me * bytes;
     if (r.a.recv != own) move_bytes(r.a.recv, own, bytes);
   } else if (fits) {
-    copy_bytes(r.a.recv, in[static_cast<size_t>(r.a.root)].data, bytes);
+    copy_bytes(r.a.recv, in.from(r.a.root).data, bytes);
   }
   if (fits) return;
   Transfers t(r.ctx, r.waits, r.op.deadline);

@@ -226,16 +226,15 @@ void exchange_frames(const std::shared_ptr<::gloo::Context>& ctx,
   std::vector<::gloo::transport::UnboundBuffer*> in(partners.size());
   for (size_t i = 0; i < partners.size(); ++i) {
     const int p = partners[i];
-    in[i] = t.buffer(&frames_in[static_cast<size_t>(p)], F);
+    in[i] = t.buffer(&frames_in[i], F);
     t.recv(in[i], p, frame_slot, 0, F);
-    t.send(out, p, frame_slot, static_cast<size_t>(p) * F, F);
+    t.send(out, p, frame_slot, i * F, F);
   }
   for (size_t i = 0; i < partners.size(); ++i) {
     const int p = partners[i];
     t.wait_one(in[i]);
     try {
-      check_frame(frames_out[static_cast<size_t>(p)], ctx->rank,
-                  frames_in[static_cast<size_t>(p)], p);
+      check_frame(frames_out[i], ctx->rank, frames_in[i], p);
     } catch (...) {
       t.flush_sends(kFrameFlush);
       throw;

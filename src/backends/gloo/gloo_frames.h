@@ -142,9 +142,10 @@ class Transfers {
 };
 
 // Exchanges frames with every rank in `partners` (ranks, not this one):
-// frames_out[p] goes to p, frames_in[p] arrives from p, each then checked.
-// Both vectors are indexed by rank. `step` tells apart the exchanges of
-// one operation that has several (below 256).
+// frames_out[i] goes to partners[i], frames_in[i] arrives from it, each then
+// checked. Both vectors are as long as `partners`, so that an exchange with
+// a few partners of a wide gang costs what those few do. `step` tells apart
+// the exchanges of one operation that has several (below 256).
 void exchange_frames(const std::shared_ptr<::gloo::Context>& ctx,
                      const std::shared_ptr<Waits>& waits,
                      core::Clock::time_point deadline, uint32_t tag,

@@ -45,33 +45,48 @@ std::vector<int> merged(std::vector<int> a, const std::vector<int>& b) {
   return a;
 }
 
-std::vector<Frame> agree(const Run& r, const std::vector<int>& partners,
-                         const std::vector<uint64_t>* to_you,
-                         const std::vector<uint64_t>* from_you,
-                         const std::vector<const void*>* inline_out,
-                         size_t inline_len) {
-  std::vector<Frame> out(static_cast<size_t>(r.n)), in(static_cast<size_t>(r.n));
-  for (int p : partners) {
-    const auto i = static_cast<size_t>(p);
-    out[i] = make_frame(r.op, to_you ? (*to_you)[i] : 0,
-                        from_you ? (*from_you)[i] : 0);
-    out[i].algorithm = static_cast<uint8_t>(r.chosen);
+Agreed agree(const Run& r, const std::vector<int>& partners,
+             const std::vector<uint64_t>* to_you,
+             const std::vector<uint64_t>* from_you,
+             const std::vector<const void*>* inline_out,
+             size_t inline_len) {
+  std::vector<Frame> out(partners.size()), in(partners.size());
+  for (size_t k = 0; k < partners.size(); ++k) {
+    const auto i = static_cast<size_t>(partners[k]);
+    out[k] = make_frame(r.op, to_you ? (*to_you)[i] : 0, from_you ? (*from_you)[i] : 0);
+    out[k].algorithm = static_cast<uint8_t>(r.chosen);
     if (inline_out && (*inline_out)[i] && inline_len <= kInlineBytes) {
-      out[i].inline_len = static_cast<uint16_t>(inline_len);
-      copy_bytes(out[i].data, (*inline_out)[i], inline_len);
+      out[k].inline_len = static_cast<uint16_t>(inline_len);
+      copy_bytes(out[k].data, (*inline_out)[i], inline_len);
     }
   }
   exchange_frames(r.ctx, r.waits, r.op.deadline, r.tag, partners, out, in);
-  for (int p : partners) {
-    const uint8_t theirs = in[static_cast<size_t>(p)].algorithm;
+  for (size_t k = 0; k < partners.size(); ++k) {
+    const uint8_t theirs = in[k].algorithm;
     if (theirs != static_cast<uint8_t>(r.chosen)) {
       fail(Status::kInternal, core::op_api_name(r.a.kind), ": rank ", r.me, " chose the ",
-           algorithm_name(r.chosen), " algorithm but rank ", p, " chose the ",
+           algorithm_name(r.chosen), " algorithm but rank ", partners[k], " chose the ",
            algorithm_name(static_cast<Algorithm>(theirs)),
            " (a choice that must be made from what every rank knows)");
     }
   }
-  return in;
+  return Agreed(partners, std::move(in));
+}
+
+Agreed::Agreed(std::vector<int> partners, std::vector<Frame> frames)
+    : partners_(std::move(partners)),
+      frames_(std::move(frames)),
+      sorted_(std::is_sorted(partners_.begin(), partners_.end())) {}
+
+const Frame& Agreed::from(int rank) const {
+  // Partners are sorted (everyone else, merged lists), or one or two.
+  const auto at = sorted_
+                      ? std::lower_bound(partners_.begin(), partners_.end(), rank)
+                      : std::find(partners_.begin(), partners_.end(), rank);
+  if (at == partners_.end() || *at != rank) {
+    fail(Status::kInternal, "gloo: no frame from rank ", rank, " in this agreement");
+  }
+  return frames_[static_cast<size_t>(at - partners_.begin())];
 }
 
 std::vector<const void*> same_for_all(const Run& r, const void* data) {

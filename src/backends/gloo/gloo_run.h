@@ -99,12 +99,27 @@ inline const uint8_t* bytes_of(const void* p) { return static_cast<const uint8_t
 // from_you give, per rank, the bytes this rank sends it and expects from it
 // (0 for the uniform collectives, whose sizes follow from the counts).
 // `inline_out` (per rank, may be null) rides in the frames when it fits;
-// returns the frames received, indexed by rank.
-std::vector<Frame> agree(const Run& r, const std::vector<int>& partners,
+// returns the frames received.
+class Agreed;
+Agreed agree(const Run& r, const std::vector<int>& partners,
                          const std::vector<uint64_t>* to_you = nullptr,
                          const std::vector<uint64_t>* from_you = nullptr,
                          const std::vector<const void*>* inline_out = nullptr,
                          size_t inline_len = 0);
+
+// The frames agree() received, one per partner: what an agreement with a
+// few partners of a wide gang holds is as small as those few.
+class Agreed {
+ public:
+  Agreed(std::vector<int> partners, std::vector<Frame> frames);
+  // The frame from `rank`, one of the partners.
+  const Frame& from(int rank) const;
+
+ private:
+  std::vector<int> partners_;
+  std::vector<Frame> frames_;
+  bool sorted_;
+};
 
 // The same block at `data` for every partner (agree's inline_out).
 std::vector<const void*> same_for_all(const Run& r, const void* data);

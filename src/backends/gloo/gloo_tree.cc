@@ -55,8 +55,7 @@ void dissemination_barrier(const Run& r) {
   for (int d = 1; d < r.n; d *= 2, ++round) {
     const std::vector<int> partners =
         merged({(r.me + d) % r.n}, {(r.me + r.n - d) % r.n});
-    std::vector<Frame> out(static_cast<size_t>(r.n)), in(static_cast<size_t>(r.n));
-    for (int p : partners) out[static_cast<size_t>(p)] = make_frame(r.op, 0, 0);
+    std::vector<Frame> out(partners.size(), make_frame(r.op, 0, 0)), in(partners.size());
     exchange_frames(r.ctx, r.waits, r.op.deadline, r.tag, partners, out, in, round);
   }
 }

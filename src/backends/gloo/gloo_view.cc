@@ -18,8 +18,10 @@ namespace {
 // A buffer whose transfers travel in its gang's space.
 class SpacedBuffer final : public tcp::UnboundBuffer {
  public:
+  // `members` is the view's, shared: a buffer of a wide gang copies none.
   SpacedBuffer(const std::shared_ptr<tcp::Context>& context, void* ptr, size_t size,
-               uint64_t space, std::shared_ptr<Mesh> mesh, std::vector<int> members)
+               uint64_t space, std::shared_ptr<Mesh> mesh,
+               std::shared_ptr<const std::vector<int>> members)
       : tcp::UnboundBuffer(context, ptr, size), space_(space << kSpaceShift),
         mesh_(std::move(mesh)), members_(std::move(members)) {}
 
@@ -39,11 +41,11 @@ class SpacedBuffer final : public tcp::UnboundBuffer {
     std::vector<int> from;
     from.reserve(srcs.size());
     for (int r : srcs) {
-      if (r < 0 || static_cast<size_t>(r) >= members_.size()) {
+      if (r < 0 || static_cast<size_t>(r) >= members_->size()) {
         GLOO_THROW_INVALID_OPERATION_EXCEPTION("rank ", r, " is not in a gang of ",
-                                               members_.size());
+                                               members_->size());
       }
-      from.push_back(members_[static_cast<size_t>(r)]);
+      from.push_back((*members_)[static_cast<size_t>(r)]);
     }
     mesh_->recv_from_any(this, spaced(slot), offset, nbytes, std::move(from));
   }
@@ -58,7 +60,7 @@ class SpacedBuffer final : public tcp::UnboundBuffer {
 
   const uint64_t space_;
   std::shared_ptr<Mesh> mesh_;
-  std::vector<int> members_;
+  std::shared_ptr<const std::vector<int>> members_;
 };
 
 }  // namespace
@@ -70,16 +72,16 @@ class ViewTransport final : public tcp::Context {
                 std::vector<int> members, uint32_t space)
       : tcp::Context(std::move(device), rank, static_cast<int>(members.size())),
         mesh_(std::move(mesh)),
-        members_(std::move(members)),
+        members_(std::make_shared<const std::vector<int>>(std::move(members))),
         space_(space),
-        used_(new std::atomic<uint32_t>[members_.size()]()) {}
+        used_(new std::atomic<uint32_t>[members_->size()]()) {}
 
   std::unique_ptr<::gloo::transport::Pair>& getPair(int peer) override {
     if (peer < 0 || peer >= size) {
       GLOO_THROW_INVALID_OPERATION_EXCEPTION("rank ", peer, " is not in a gang of ", size);
     }
     uint32_t generation = 0;
-    auto& pair = mesh_->pair(members_[static_cast<size_t>(peer)], &generation);
+    auto& pair = mesh_->pair((*members_)[static_cast<size_t>(peer)], &generation);
     auto& used = used_[static_cast<size_t>(peer)];
     if (used.load(std::memory_order_relaxed) != generation) {
       used.store(generation, std::memory_order_relaxed);
@@ -100,17 +102,17 @@ class ViewTransport final : public tcp::Context {
   void fence(int peer) noexcept {
     if (peer < 0 || peer >= size || peer == rank) return;
     const uint32_t generation = used_[static_cast<size_t>(peer)].load(std::memory_order_relaxed);
-    if (generation != 0) mesh_->fence(members_[static_cast<size_t>(peer)], generation);
+    if (generation != 0) mesh_->fence((*members_)[static_cast<size_t>(peer)], generation);
   }
 
   bool broken(int peer) {
     return used_[static_cast<size_t>(peer)].load(std::memory_order_relaxed) != 0 &&
-           mesh_->broken(members_[static_cast<size_t>(peer)]);
+           mesh_->broken((*members_)[static_cast<size_t>(peer)]);
   }
 
  private:
   std::shared_ptr<Mesh> mesh_;
-  std::vector<int> members_;
+  std::shared_ptr<const std::vector<int>> members_;
   uint32_t space_;
   // Per rank of the gang: the generation of the connection it last used
   // (0: none yet).
