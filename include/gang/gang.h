@@ -234,7 +234,9 @@ typedef struct gang_work_s gang_work_t;
  *                                     2147483648)
  *      GANG_STORE_MAX_REQUEST_BYTES   key plus value of one request (default:
  *                                     the key and value limits summed)
- *      GANG_STORE_MAX_CONNECTIONS     open connections (default 1024)
+ *      GANG_STORE_MAX_CONNECTIONS     open connections (default 1024; 4 per
+ *                                     rank for a server of gangrun or rank 0
+ *                                     that serves more than 256 ranks)
  *      GANG_STORE_IDLE_TIMEOUT_MS     an idle connection is closed after it
  *                                     (default 600000; clients reconnect)
  *      GANG_STORE_REQUEST_TIMEOUT_MS  a request half-sent, a reply not read,

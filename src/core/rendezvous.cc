@@ -124,7 +124,7 @@ std::shared_ptr<store::Store> open_rendezvous(const std::string& init_method,
   try {
     if (!p.serve) return store::open(p.url, false, timeout);
     bool served = false;
-    auto store = store::serve_or_join(p.url, timeout, &served, p.bind_host);
+    auto store = store::serve_or_join(p.url, timeout, &served, p.bind_host, size);
     if (!served) {
       GANG_LOG(kInfo, "rendezvous: ", store::redact_url(p.url), " (from ", p.origin,
                ") is already served; rank 0 joins it as a client");
@@ -146,10 +146,20 @@ namespace {
 using base::Clock;
 using base::Millis;
 
-// How long a rank waits for a go before it looks for a newer generation.
+// How long a rank waits for a go before it looks for a newer generation:
+// kLookAgain, and longer in a wide gang. A wait that ends without its key
+// costs the store a connection (the client drops one whose reply may still
+// come), so a thousand ranks looking every 50 ms would open 20,000 a
+// second while rank 0 reads their hellos; this keeps them near 1,000.
 constexpr Millis kLookAgain{50};
+constexpr Millis kLookAgainMost{2000};
+Millis look_again(int size) {
+  return std::clamp(Millis(size), kLookAgain, kLookAgainMost);
+}
 // How often rank 0 looks at a rank it waits for, given a `lost` check.
 constexpr Millis kLookLost{100};
+// Hellos rank 0 asks the store for in one read.
+constexpr int kHellosAtOnce = 1024;
 
 std::string text(const store::Bytes& b) { return std::string(b.begin(), b.end()); }
 store::Bytes bytes(const std::string& s) { return store::Bytes(s.begin(), s.end()); }
@@ -239,15 +249,30 @@ Generation join_generation(store::Store& store, const std::string& name,
     // Every other rank's hello: "<size> <asks> <nonce> <host>".
     std::string go;
     std::vector<std::string> hosts{host};
+    // The other ranks' hellos in as few reads as there are: those already
+    // there, kHellosAtOnce at a time (all of them, where every rank came in
+    // time); a rank still missing is waited for alone, below.
+    std::vector<store::Bytes> hellos;
     for (int r = 1; r < size; ++r) {
       std::string hello;
-      for (;;) {
+      if (hellos.size() < static_cast<size_t>(r)) {
+        std::vector<std::string> next;
+        for (int q = r; q < size && q < r + kHellosAtOnce; ++q) {
+          next.push_back(str_cat(prefix, "hello/", q));
+        }
+        for (auto& h : store.get_many(next, std::min(kLookLost, deadline.remaining_ms()))) {
+          hellos.push_back(std::move(h));
+        }
+      }
+      if (hellos.size() >= static_cast<size_t>(r)) hello = text(hellos[static_cast<size_t>(r - 1)]);
+      while (hellos.size() < static_cast<size_t>(r)) {
         // Without a check, one wait; with one, a look at rank r between
         // short waits.
         const Millis wait = lost ? std::min(kLookLost, deadline.remaining_ms())
                                  : deadline.remaining_ms();
         try {
-          hello = text(store.get(str_cat(prefix, "hello/", r), wait));
+          hellos.push_back(store.get(str_cat(prefix, "hello/", r), wait));
+          hello = text(hellos.back());
           break;
         } catch (const Error& e) {
           if (e.status() != Status::kTimeout) throw;
@@ -316,7 +341,7 @@ Generation join_generation(store::Store& store, const std::string& name,
     std::string go;
     try {
       go = text(store.get(prefix + "go",
-                          std::min(kLookAgain, deadline.remaining_ms())));
+                          std::min(look_again(size), deadline.remaining_ms())));
     } catch (const Error& e) {
       if (e.status() != Status::kTimeout) throw;
       if (std::string why; lost && lost(0, &why)) creation_lost(name, 0, why);

@@ -145,7 +145,7 @@ Outcome launch(const Options& o) {
       store::ServerOptions options;
       options.token = job.store_token;
       options.allowed_users = store::allowed_users_from_env();
-      options.limits = store::limits_from_env();
+      options.limits = store::limits_from_env(o.world_size());
       options.log = [](const std::string& line) { say("store: " + line); };
       server = std::make_unique<store::TcpStoreServer>(bind, o.master_port,
                                                        std::move(options));

@@ -21,6 +21,17 @@ Bytes PrefixStore::get(const std::string& key, Millis timeout) {
   return inner_->get(full(key), timeout);
 }
 
+std::vector<Bytes> PrefixStore::get_many(const std::vector<std::string>& keys,
+                                         Millis timeout) {
+  std::vector<std::string> full_keys;
+  full_keys.reserve(keys.size());
+  for (const auto& key : keys) {
+    check_key(key);
+    full_keys.push_back(full(key));
+  }
+  return inner_->get_many(full_keys, timeout);
+}
+
 int64_t PrefixStore::add(const std::string& key, int64_t delta) {
   check_key(key);
   return inner_->add(full(key), delta);

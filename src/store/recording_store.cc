@@ -29,6 +29,11 @@ int64_t RecordingStore::add(const std::string& key, int64_t delta) {
   return inner_->add(key, delta);
 }
 
+std::vector<Bytes> RecordingStore::get_many(const std::vector<std::string>& keys,
+                                            Millis timeout) {
+  return inner_->get_many(keys, timeout);
+}
+
 void RecordingStore::wait(const std::vector<std::string>& keys, Millis timeout) {
   inner_->wait(keys, timeout);
 }

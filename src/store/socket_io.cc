@@ -93,11 +93,12 @@ Io recv_all(int fd, uint8_t* data, size_t n, const Deadline& deadline) {
   return {};
 }
 
-Backoff::Backoff() : state_(std::random_device()()) {
-  if (state_ == 0) state_ = 1;
-}
+// Every store call makes one, and few ever wait: the seed is drawn at the
+// first wait.
+Backoff::Backoff() : state_(0) {}
 
 void Backoff::wait(const Deadline& deadline) {
+  if (state_ == 0) state_ = std::max(1u, static_cast<uint32_t>(std::random_device()()));
   // xorshift32: the spread only needs to differ between processes.
   state_ ^= state_ << 13;
   state_ ^= state_ >> 17;

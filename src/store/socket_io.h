@@ -50,7 +50,7 @@ class Backoff {
 
  private:
   Millis next_{10};
-  uint32_t state_;
+  uint32_t state_;  // 0: not drawn yet
 };
 
 // One attempt at each address of host:port; on failure returns an invalid

@@ -16,6 +16,18 @@
 
 namespace gang::store {
 
+std::vector<Bytes> Store::get_many(const std::vector<std::string>& keys, Millis timeout) {
+  const detail::Deadline deadline(timeout);
+  std::vector<Bytes> values;
+  values.reserve(keys.size());
+  try {
+    for (const auto& key : keys) values.push_back(get(key, deadline.remaining_ms()));
+  } catch (const Error& e) {
+    if (e.status() != Status::kTimeout) throw;
+  }
+  return values;
+}
+
 namespace {
 
 [[noreturn]] void fail_url(const std::string& url, const std::string& why) {
@@ -101,11 +113,12 @@ std::string token_of(const TcpUrl& t) {
   return t.has_token ? t.token : token_from_env();
 }
 
-ServerOptions server_options(const TcpUrl& t) {
+// `ranks`: how many ranks the server is for (0: not known).
+ServerOptions server_options(const TcpUrl& t, int ranks = 0) {
   ServerOptions o;
   o.token = token_of(t);
   o.allowed_users = allowed_users_from_env();
-  o.limits = limits_from_env();
+  o.limits = limits_from_env(ranks);
   o.log = server_log();
   return o;
 }
@@ -212,14 +225,14 @@ std::shared_ptr<Store> open(const std::string& url, bool is_server,
 
 std::shared_ptr<Store> serve_or_join(const std::string& url, Millis timeout,
                                      bool* served,
-                                     const std::string& bind_host) {
+                                     const std::string& bind_host, int ranks) {
   if (timeout <= Millis(0)) {
     fail(Status::kInvalidArgument, "store: the timeout for \"", url,
          "\" must be positive, not ", timeout.count(), " ms");
   }
   if (url.rfind("tcp://", 0) != 0) fail_url(url, "serve_or_join needs tcp://");
   TcpUrl t = parse_tcp(url, url.substr(6));
-  ServerOptions options = server_options(t);
+  ServerOptions options = server_options(t, ranks);
   const std::string token = options.token;
   std::unique_ptr<TcpStoreServer> server;
   try {

@@ -29,6 +29,13 @@ class Store {
   Bytes get(const std::string& key) { return get(key, timeout_); }
   // The same, waiting at most `timeout` rather than the store's own.
   virtual Bytes get(const std::string& key, Millis timeout) = 0;
+  // The values of keys, in order, as a get of each would return them, up to
+  // the first key that did not come within `timeout` (one for all): fewer
+  // values than keys when one was late. In as few exchanges with a server
+  // as the store can make (the TCP store sends its gets in windows, so a
+  // rendezvous reads a thousand ranks' records in a few round trips).
+  // Throws as get does for anything but a key that did not come.
+  virtual std::vector<Bytes> get_many(const std::vector<std::string>& keys, Millis timeout);
   // Adds delta to the decimal integer at key (missing: 0); returns the sum.
   virtual int64_t add(const std::string& key, int64_t delta) = 0;
   // Waits until every key exists.
@@ -97,9 +104,11 @@ std::shared_ptr<Store> open(const std::string& url, bool is_server,
 // store (kStore or kTimeout if not). *served (may be null) tells which.
 // bind_host, when not empty, is what the server binds instead of the url's
 // host ("0.0.0.0": every interface); clients still talk to the url's host.
+// `ranks` (0: not known) sizes the server's connection limits for a job of
+// that many ranks (limits_from_env).
 std::shared_ptr<Store> serve_or_join(const std::string& url, Millis timeout,
                                      bool* served,
-                                     const std::string& bind_host = "");
+                                     const std::string& bind_host = "", int ranks = 0);
 
 // What a tcp:// client throws (a kStore error) when the server refuses its
 // token, or its lack of one: retrying will not help.

@@ -73,8 +73,11 @@ bool token_char(char c) {
 
 }  // namespace
 
-Limits limits_from_env() {
+Limits limits_from_env(int ranks) {
   Limits l;
+  const size_t n = ranks > 0 ? static_cast<size_t>(ranks) : 0;
+  l.max_connections = std::max(l.max_connections, kConnectionsPerRank * n);
+  l.max_pending_connections = std::max(l.max_pending_connections, n / 4);
   l.max_key_bytes =
       bytes_var("GANG_STORE_MAX_KEY_BYTES", l.max_key_bytes, 1, kMaxKeyBytes);
   l.max_value_bytes = bytes_var("GANG_STORE_MAX_VALUE_BYTES", l.max_value_bytes,

@@ -9,10 +9,12 @@
 //   GANG_STORE_MAX_TOTAL_BYTES     bytes a server holds   (default 2 GiB)
 //   GANG_STORE_MAX_REQUEST_BYTES   key + value of one request
 //                                  (default: the two limits above summed)
-//   GANG_STORE_MAX_CONNECTIONS     authenticated connections (default 1024)
+//   GANG_STORE_MAX_CONNECTIONS     authenticated connections (default 1024,
+//                                  or 4 per rank of a job of more than 256)
 //   GANG_STORE_MAX_PENDING_CONNECTIONS
 //                                  connections not yet authenticated
-//                                  (default 64)
+//                                  (default 64, or one per 4 ranks of a job
+//                                  of more than 256)
 //   GANG_STORE_AUTH_TIMEOUT_MS     how long one may stay unauthenticated
 //                                  (default 5000)
 //   GANG_STORE_IDLE_TIMEOUT_MS     an idle connection     (default 600000)
@@ -89,8 +91,13 @@ constexpr size_t kEntryOverheadBytes = 128;
 
 // Limits from the GANG_STORE_* variables above (unset or empty: the
 // default). Throws kInvalidArgument naming the variable for a value that is
-// not a number in range.
-Limits limits_from_env();
+// not a number in range. `ranks` (0: not known) is how many ranks a server
+// serves: every rank keeps a few connections (its calls, its heartbeat,
+// its watch for failures) and a wide job's ranks all connect at once, so
+// the connection limits default to kConnectionsPerRank per rank and a
+// quarter of the ranks where that is more than the fixed defaults.
+constexpr size_t kConnectionsPerRank = 4;
+Limits limits_from_env(int ranks = 0);
 
 // GANG_STORE_TOKEN, or "" when it is unset or empty; checked as
 // check_token does.

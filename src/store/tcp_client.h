@@ -35,6 +35,8 @@ class TcpStore : public Store {
   using Store::get;
   using Store::wait;
   Bytes get(const std::string& key, Millis timeout) override;
+  // Windows of gets in one write each, their replies read in order.
+  std::vector<Bytes> get_many(const std::vector<std::string>& keys, Millis timeout) override;
   int64_t add(const std::string& key, int64_t delta) override;
   void wait(const std::vector<std::string>& keys, Millis timeout) override;
   void remove(const std::string& key) override;
