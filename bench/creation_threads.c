@@ -1,0 +1,143 @@
+/* Creation at a width this machine has no processes for: N ranks of one
+ * gloo gang, as threads of P processes (N / P each), every rank with its
+ * own gang, listening port, store connection and pairs, as if each were a
+ * process. Each rank creates the gang and runs one 8-byte all-reduce.
+ * Prints, from the last rank's call of gang_create to the last rank's
+ * return, the creation's time, and the all-reduce's (the slowest rank's).
+ *
+ *   creation_threads N [P] [PORT]        (P: 16; PORT: 29500 + N % 1000)
+ *
+ * The ranks share the processes' cores and a few process-wide threads, so
+ * the figure is a stand-in for N processes, stated as such: what it
+ * measures is what grows with N at one place (the store, rank 0, the
+ * kernel's ports), not what each rank does on its own core. */
+#define _GNU_SOURCE
+#include <gang/gang.h>
+
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+typedef struct {
+  double called;    /* ms, CLOCK_MONOTONIC */
+  double returned;  /* ms */
+  double reduced;   /* ms: the all-reduce's return */
+  int status;
+} Times;
+
+static int g_size;
+static char g_url[64];
+static Times* g_times; /* shared by every process */
+
+static double now_ms(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+}
+
+static void* one_rank(void* arg) {
+  const int rank = (int)(intptr_t)arg;
+  Times* t = &g_times[rank];
+  gang_options_t o;
+  gang_options_init(&o);
+  o.backend = "gloo";
+  o.rank = rank;
+  o.size = g_size;
+  o.init_method = g_url;
+  o.timeout_ms = 600000;
+  gang_t* g = NULL;
+  t->called = now_ms();
+  gang_status_t s = gang_create(&o, &g);
+  t->returned = now_ms();
+  if (s != GANG_OK) {
+    fprintf(stderr, "rank %d: gang_create: %s\n", rank, gang_last_error());
+    t->status = (int)s;
+    return NULL;
+  }
+  float x[2] = {1.0f, (float)rank};
+  s = gang_all_reduce(g, x, x, 2, GANG_FLOAT32, GANG_SUM, NULL);
+  t->reduced = now_ms();
+  if (s != GANG_OK || x[0] != (float)g_size) {
+    fprintf(stderr, "rank %d: all_reduce: %s\n", rank, s != GANG_OK ? gang_last_error()
+                                                                      : "wrong sum");
+    t->status = s != GANG_OK ? (int)s : -1;
+  }
+  /* Every rank of this process is done before any destroys its gang. */
+  return g;
+}
+
+static int run_process(int first, int count) {
+  pthread_t* threads = calloc((size_t)count, sizeof *threads);
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setstacksize(&attr, 256 * 1024);
+  for (int i = 0; i < count; ++i) {
+    if (pthread_create(&threads[i], &attr, one_rank, (void*)(intptr_t)(first + i)) != 0) {
+      fprintf(stderr, "rank %d: no thread\n", first + i);
+      return 1;
+    }
+  }
+  gang_t** gangs = calloc((size_t)count, sizeof *gangs);
+  for (int i = 0; i < count; ++i) pthread_join(threads[i], (void**)&gangs[i]);
+  /* Exits without destroying the gangs: the other processes' ranks may
+   * still be in their all-reduce, and the measurement is done. */
+  return 0;
+}
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    fprintf(stderr, "usage: %s N [P] [PORT]\n", argv[0]);
+    return 2;
+  }
+  g_size = atoi(argv[1]);
+  const int procs = argc > 2 ? atoi(argv[2]) : 16;
+  const int port = argc > 3 ? atoi(argv[3]) : 29500 + g_size % 1000;
+  if (g_size < 2 || procs < 1 || procs > g_size) {
+    fprintf(stderr, "N must be at least 2 and P between 1 and N\n");
+    return 2;
+  }
+  snprintf(g_url, sizeof g_url, "tcp://127.0.0.1:%d", port);
+  struct rlimit fds;
+  if (getrlimit(RLIMIT_NOFILE, &fds) == 0) {
+    fds.rlim_cur = fds.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &fds);
+  }
+  g_times = mmap(NULL, (size_t)g_size * sizeof(Times), PROT_READ | PROT_WRITE,
+                 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (g_times == MAP_FAILED) return 1;
+  memset(g_times, 0, (size_t)g_size * sizeof(Times));
+  pid_t* pids = calloc((size_t)procs, sizeof *pids);
+  for (int p = 0; p < procs; ++p) {
+    const int first = (int)((long)g_size * p / procs);
+    const int last = (int)((long)g_size * (p + 1) / procs);
+    pids[p] = fork();
+    if (pids[p] == 0) _exit(run_process(first, last - first));
+  }
+  int failed = 0;
+  for (int p = 0; p < procs; ++p) {
+    int st = 0;
+    waitpid(pids[p], &st, 0);
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) failed = 1;
+  }
+  double first_call = 1e300, last_call = 0, last_return = 0, last_reduced = 0;
+  for (int r = 0; r < g_size; ++r) {
+    const Times* t = &g_times[r];
+    if (t->status != 0 || t->returned == 0) failed = 1;
+    if (t->called < first_call) first_call = t->called;
+    if (t->called > last_call) last_call = t->called;
+    if (t->returned > last_return) last_return = t->returned;
+    if (t->reduced > last_reduced) last_reduced = t->reduced;
+  }
+  printf("%6d ranks in %3d processes: create %9.1f ms (%9.1f ms from the first call), "
+         "then all_reduce 8 B %9.1f ms%s\n",
+         g_size, procs, last_return - last_call, last_return - first_call,
+         last_reduced - last_return, failed ? "  FAILED" : "");
+  return failed;
+}
