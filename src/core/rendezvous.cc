@@ -254,7 +254,6 @@ Generation join_generation(store::Store& store, const std::string& name,
     // time); a rank still missing is waited for alone, below.
     std::vector<store::Bytes> hellos;
     for (int r = 1; r < size; ++r) {
-      std::string hello;
       if (hellos.size() < static_cast<size_t>(r)) {
         std::vector<std::string> next;
         for (int q = r; q < size && q < r + kHellosAtOnce; ++q) {
@@ -264,7 +263,6 @@ Generation join_generation(store::Store& store, const std::string& name,
           hellos.push_back(std::move(h));
         }
       }
-      if (hellos.size() >= static_cast<size_t>(r)) hello = text(hellos[static_cast<size_t>(r - 1)]);
       while (hellos.size() < static_cast<size_t>(r)) {
         // Without a check, one wait; with one, a look at rank r between
         // short waits.
@@ -272,7 +270,6 @@ Generation join_generation(store::Store& store, const std::string& name,
                                  : deadline.remaining_ms();
         try {
           hellos.push_back(store.get(str_cat(prefix, "hello/", r), wait));
-          hello = text(hellos.back());
           break;
         } catch (const Error& e) {
           if (e.status() != Status::kTimeout) throw;
@@ -287,6 +284,7 @@ Generation join_generation(store::Store& store, const std::string& name,
           creation_lost(name, r, why);
         }
       }
+      const std::string hello = text(hellos[static_cast<size_t>(r - 1)]);
       const size_t space = hello.find(' ');
       const std::string their_size = hello.substr(0, space);
       if (their_size != std::to_string(size)) {

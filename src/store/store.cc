@@ -28,6 +28,16 @@ std::vector<Bytes> Store::get_many(const std::vector<std::string>& keys, Millis 
   return values;
 }
 
+std::vector<Bytes> Store::get_all(const std::vector<std::string>& keys, Millis timeout) {
+  const detail::Deadline deadline(timeout);
+  std::vector<Bytes> values = get_many(keys, timeout);
+  // A key that came late still may; one that never comes fails as get does.
+  while (values.size() < keys.size()) {
+    values.push_back(get(keys[values.size()], std::max(Millis(1), deadline.remaining_ms())));
+  }
+  return values;
+}
+
 namespace {
 
 [[noreturn]] void fail_url(const std::string& url, const std::string& why) {

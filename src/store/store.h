@@ -36,6 +36,9 @@ class Store {
   // rendezvous reads a thousand ranks' records in a few round trips).
   // Throws as get does for anything but a key that did not come.
   virtual std::vector<Bytes> get_many(const std::vector<std::string>& keys, Millis timeout);
+  // Every key's value, as get_many reads them, or the failure of a get of
+  // the first key that did not come within `timeout`.
+  std::vector<Bytes> get_all(const std::vector<std::string>& keys, Millis timeout);
   // Adds delta to the decimal integer at key (missing: 0); returns the sum.
   virtual int64_t add(const std::string& key, int64_t delta) = 0;
   // Waits until every key exists.

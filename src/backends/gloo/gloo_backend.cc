@@ -110,12 +110,9 @@ std::shared_ptr<View> share_mesh(const core::BackendConfig& c, const std::shared
     put_u32(shared, static_cast<uint32_t>(mesh->mesh_rank()));
     std::vector<std::string> keys;
     for (int peer = 1; peer < c.size; ++peer) keys.push_back(str_cat("m", peer));
-    std::vector<store::Bytes> places = store.get_many(keys, left());
+    const std::vector<store::Bytes> places = store.get_all(keys, left());
     for (int peer = 1; peer < c.size; ++peer) {
-      // A rank that never said: its get fails as it always did.
-      const store::Bytes theirs = static_cast<size_t>(peer) <= places.size()
-                                      ? std::move(places[static_cast<size_t>(peer - 1)])
-                                      : store.get(str_cat("m", peer), left());
+      const store::Bytes& theirs = places[static_cast<size_t>(peer - 1)];
       if (theirs.size() != 4) {
         fail(Status::kPeerLost, "gang_create: rank ", peer, " published ", theirs.size(),
              " bytes where rank 0 expects its 4-byte place in the shared connections");

@@ -818,12 +818,9 @@ std::shared_ptr<Mesh> connect_mesh(std::shared_ptr<store::Store> shared_store,
     all.assign(mine.begin(), mine.end());
     std::vector<std::string> keys;
     for (int peer = 1; peer < size; ++peer) keys.push_back(std::to_string(peer));
-    std::vector<store::Bytes> addresses = store.get_many(keys, left());
+    const std::vector<store::Bytes> addresses = store.get_all(keys, left());
     for (int peer = 1; peer < size; ++peer) {
-      // A rank that never published: its get fails as it always did.
-      const store::Bytes theirs = static_cast<size_t>(peer) <= addresses.size()
-                                      ? std::move(addresses[static_cast<size_t>(peer - 1)])
-                                      : store.get(std::to_string(peer), left());
+      const store::Bytes& theirs = addresses[static_cast<size_t>(peer - 1)];
       if (theirs.size() != entry) {
         fail(Status::kPeerLost, "gang_create: rank ", peer, " published a ",
              theirs.size(), "-byte listening address where rank 0 expects ", entry);
