@@ -417,6 +417,43 @@ def check_errors():
 
 # ---- case: init methods ---------------------------------------------------------
 
+class LateStore(dist.Store):
+    """A store whose wait for gang's keys, when one is missing, raises as a
+    wait that ran out does, but only once the keys are there: the moment
+    just after a short wait gave up, made certain."""
+
+    def __init__(self, inner):
+        super().__init__()
+        self.inner = inner
+        self.gave_up = 0
+
+    def set(self, key, value):
+        self.inner.set(key, value)
+
+    def get(self, key):
+        return self.inner.get(key)
+
+    def add(self, key, value):
+        return self.inner.add(key, value)
+
+    def check(self, keys):
+        return self.inner.check(keys)
+
+    def delete_key(self, key):
+        return self.inner.delete_key(key)
+
+    def num_keys(self):
+        return self.inner.num_keys()
+
+    def wait(self, keys, timeout=None):
+        if self.inner.check(keys) or not any("gang/" in k for k in keys):
+            self.inner.wait(keys) if timeout is None else self.inner.wait(keys, timeout)
+            return
+        self.inner.wait(keys)
+        self.gave_up += 1
+        raise dist.DistStoreError("wait timeout (the keys came a moment later)")
+
+
 def case_init():
     addr, port = os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"])
     tmp = os.environ["GANG_TEST_TMP"]
@@ -443,6 +480,12 @@ def case_init():
     store = dist.TCPStore(addr, port + 2, SIZE, RANK == 0, timeout=TIMEOUT)
     once("store=", backend="gang", store=dist.PrefixStore("job", store), rank=RANK,
          world_size=SIZE, timeout=TIMEOUT)
+    # A store whose waits for gang's keys give up just as the key comes (a
+    # short wait that ran out a moment early): the wait is done, not failed.
+    late = LateStore(store)
+    once("store= whose waits give up as the key comes", backend="gang",
+         store=dist.PrefixStore("late", late), rank=RANK, world_size=SIZE, timeout=TIMEOUT)
+    check(late.gave_up > 0, "no wait of gang's gave up, so none was tested")
     # The timeout reaches gang.
     dist.init_process_group("gang", timeout=datetime.timedelta(seconds=7))
     check(abs(gang.torch.gang_of().timeout - 7.0) < 1e-6,

@@ -45,15 +45,16 @@ gang_status_t guarded(char* err, size_t err_len, Fn&& fn) {
 // Waits until every key exists. A store's wait throws when it runs out,
 // with a type and text that differ between stores and releases; whether it
 // ran out is then read from the store itself (are the keys there?), never
-// from the text.
+// from the text. Keys that are there by then came just after the wait
+// gave up: the wait is done, not failed (a rank 0 reading the hellos with
+// a short wait once failed the job's creation on that).
 gang_status_t wait_keys(c10d::Store& store, const std::vector<std::string>& keys,
                         int64_t timeout_ms) {
   try {
     store.wait(keys, std::chrono::milliseconds(timeout_ms > 0 ? timeout_ms : 1));
     return GANG_OK;
   } catch (const std::exception&) {
-    if (!store.check(keys)) return GANG_ERR_TIMEOUT;
-    throw;
+    return store.check(keys) ? GANG_OK : GANG_ERR_TIMEOUT;
   }
 }
 
