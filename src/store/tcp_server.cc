@@ -4,7 +4,7 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <poll.h>
+#include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 
@@ -16,6 +16,7 @@
 #include <cstring>
 #include <deque>
 #include <memory>
+#include <queue>
 #include <set>
 #include <string>
 #include <system_error>
@@ -25,6 +26,7 @@
 
 #include "base/error.h"
 #include "base/unique_fd.h"
+#include "store/readiness.h"
 #include "store/server_memory.h"
 #include "store/socket_owner.h"
 #include "store/store_util.h"
@@ -63,6 +65,12 @@ constexpr int kLogLinesPerMinute = 10;
 // are told of by one line for the first of each kind, then by one summary
 // line per this period at most, however many there are.
 constexpr Millis kStrangerLogPeriod(30000);
+// Ready descriptors taken per wait; more wait for the next pass.
+constexpr int kEventsPerWait = 512;
+// Tags of what the loop waits on: connections by id (from 1), the wake
+// eventfd, and the listening sockets by index.
+constexpr uint64_t kWakeTag = 0;
+constexpr uint64_t kListenerTag = uint64_t{1} << 63;
 
 bool is_wildcard(const std::string& host) {
   return host == "0.0.0.0" || host == "::" || host == "*";
@@ -274,9 +282,10 @@ struct OutItem {
 };
 
 struct Connection {
-  Connection(UniqueFd f, std::string who, const Limits& limits, Budget* budget,
-             bool need_auth, Clock::time_point now)
-      : fd(std::move(f)),
+  Connection(uint64_t i, UniqueFd f, std::string who, const Limits& limits,
+             Budget* budget, bool need_auth, Clock::time_point now)
+      : id(i),
+        fd(std::move(f)),
         peer(std::move(who)),
         reader(limits, budget),
         accepted(now),
@@ -285,6 +294,7 @@ struct Connection {
     reader.require_auth(need_auth);
   }
 
+  uint64_t id;
   UniqueFd fd;
   std::string peer;  // "10.0.0.5:41234", for logs
   tcp::RequestReader reader;
@@ -294,6 +304,13 @@ struct Connection {
   bool authenticated = false;
   // The loop pass in which make_room last read it.
   uint64_t swept = 0;
+  // The loop pass in which something changed it (Loop::touch), so its
+  // events and deadline are looked at again when the pass ends.
+  uint64_t touched = 0;
+  // The events it is registered for.
+  uint32_t events = 0;
+  // Its earliest entry in the loop's deadline heap; max() for none.
+  Clock::time_point due = Clock::time_point::max();
 
   std::deque<OutItem> out;
   size_t queued = 0;  // bytes of `out` not yet sent
@@ -323,7 +340,16 @@ class TcpStoreServer::Loop {
       : listeners_(std::move(listeners.fds)),
         wake_(std::move(wake)),
         options_(std::move(options)),
-        budget_(options_.limits.max_total_bytes) {}
+        budget_(options_.limits.max_total_bytes) {
+    bool added = readiness_.add(wake_.get(), kWakeTag, EPOLLIN);
+    for (size_t i = 0; i < listeners_.size(); ++i) {
+      added = added && readiness_.add(listeners_[i].get(), kListenerTag + i, EPOLLIN);
+    }
+    if (!added) {
+      fail(Status::kSystem, "store server: cannot wait on its sockets: ",
+           errno_text(errno));
+    }
+  }
 
   void run();
   // Called from another thread.
@@ -353,7 +379,9 @@ class TcpStoreServer::Loop {
   // at once must not push each other out), then pushes out the oldest that
   // is still pending.
   void make_room();
-  void service(uint64_t id, short revents);
+  // Starts or stops waiting on the listeners.
+  void listen(bool on);
+  void service(uint64_t id, uint32_t revents);
   // These return false when the connection must be closed now.
   bool read_and_handle(uint64_t id, Connection& c);
   bool feed(uint64_t id, Connection& c, const uint8_t* data, size_t n);
@@ -369,6 +397,16 @@ class TcpStoreServer::Loop {
   void drain_ready();
   // When c is due to be closed for silence; time_point::max() for never.
   Clock::time_point deadline(const Connection& c) const;
+  // Notes that c changed: settle() looks at its events and deadline.
+  void touch(Connection& c);
+  // Registers the events and deadlines of the connections touched.
+  void settle();
+  // Puts c in the deadline heap at `when`, unless it is there earlier.
+  void schedule(Connection& c, Clock::time_point when);
+  // Closes the connections whose deadline passed.
+  void expire(Clock::time_point now);
+  // How long the next wait may last, in ms (-1: no limit).
+  int wait_ms(Clock::time_point now) const;
   void close(uint64_t id);
   void log(const std::string& line);
   void flush_log(Clock::time_point now);
@@ -379,6 +417,8 @@ class TcpStoreServer::Loop {
 
   std::vector<UniqueFd> listeners_;
   UniqueFd wake_;
+  Readiness readiness_;
+  bool accepting_ = true;
   ServerOptions options_;
   std::atomic<bool> stopping_{false};
   // Declared before everything drawn from it, so it is destroyed after.
@@ -396,6 +436,14 @@ class TcpStoreServer::Loop {
   std::unordered_map<std::string, std::vector<uint64_t>> waiters_;
   // Connections just unparked, whose next requests still need reading.
   std::vector<uint64_t> ready_;
+  // Connections changed this pass (touch).
+  std::vector<uint64_t> touched_;
+  // (when, id): a connection is due at its earliest entry; an entry later
+  // than the connection's `due` was superseded and is skipped. Deadlines
+  // that move later (every request moves the idle one) are not pushed:
+  // the entry found due is checked against the connection's deadline then.
+  using Due = std::pair<Clock::time_point, uint64_t>;
+  std::priority_queue<Due, std::vector<Due>, std::greater<Due>> dues_;
   Clock::time_point accept_resume_{};
   std::array<uint8_t, 64 * 1024> chunk_{};
 
@@ -529,96 +577,148 @@ Clock::time_point TcpStoreServer::Loop::deadline(const Connection& c) const {
   return std::max(c.last_read, c.last_write) + l.idle_timeout;
 }
 
+namespace {
+
+// What a connection waits for: its requests while it may take more (not
+// while parked, so later requests wait their turn, nor while its replies
+// pile up unread), its client hanging up when not reading, and room for
+// its queued replies.
+uint32_t interest(const Connection& c) {
+  const bool reading =
+      c.closing || (!c.parked && c.queued < kMaxQueuedOutput);
+  uint32_t events = reading ? EPOLLIN : EPOLLRDHUP;
+  if (c.queued > 0) events |= EPOLLOUT;
+  return events;
+}
+
+}  // namespace
+
+void TcpStoreServer::Loop::touch(Connection& c) {
+  if (c.touched == pass_) return;
+  c.touched = pass_;
+  touched_.push_back(c.id);
+}
+
+void TcpStoreServer::Loop::schedule(Connection& c, Clock::time_point when) {
+  if (when >= c.due) return;
+  c.due = when;
+  dues_.emplace(when, c.id);
+}
+
+void TcpStoreServer::Loop::settle() {
+  for (const uint64_t id : touched_) {
+    const auto it = conns_.find(id);
+    if (it == conns_.end()) continue;
+    Connection& c = *it->second;
+    const uint32_t want = interest(c);
+    if (want != c.events) {
+      if (!readiness_.change(c.fd.get(), id, want)) {
+        log(str_cat("closed the connection from ", c.peer,
+                    ": cannot wait on it: ", errno_text(errno)));
+        close(id);
+        continue;
+      }
+      c.events = want;
+    }
+    schedule(c, deadline(c));
+  }
+  touched_.clear();
+  // Superseded entries wait in the heap until their time; should they
+  // outnumber the connections, start over from the connections' own.
+  if (dues_.size() > 2 * conns_.size() + 1024) {
+    decltype(dues_) fresh;
+    for (const auto& [id, c] : conns_) {
+      if (c->due != Clock::time_point::max()) fresh.emplace(c->due, id);
+    }
+    dues_ = std::move(fresh);
+  }
+}
+
+void TcpStoreServer::Loop::expire(Clock::time_point now) {
+  const Limits& l = options_.limits;
+  while (!dues_.empty() && dues_.top().first <= now) {
+    const auto [when, id] = dues_.top();
+    dues_.pop();
+    const auto it = conns_.find(id);
+    if (it == conns_.end() || it->second->due != when) continue;
+    Connection& c = *it->second;
+    c.due = Clock::time_point::max();
+    const Clock::time_point due = deadline(c);
+    if (due > now) {
+      schedule(c, due);
+      continue;
+    }
+    if (c.closing) {
+      // Its refusal was said; nothing more to tell.
+    } else if (!c.authenticated) {
+      counters_.timed_out.fetch_add(1);
+      note(kSilent,
+           str_cat("closed the connection from ", c.peer,
+                   ": it did not authenticate within ",
+                   std::min(l.auth_timeout, l.request_timeout).count(),
+                   " ms (GANG_STORE_AUTH_TIMEOUT_MS)"));
+    } else {
+      counters_.timed_out.fetch_add(1);
+      const char* what = c.queued > 0 ? "did not read its reply"
+                         : c.reader.in_request()
+                             ? "stopped half-way through a request"
+                             : "was idle";
+      const Millis after = c.queued > 0 || c.reader.in_request()
+                               ? l.request_timeout
+                               : l.idle_timeout;
+      log(str_cat("closed the connection from ", c.peer, ": it ", what,
+                  " for ", after.count(), " ms"));
+    }
+    close(id);
+  }
+}
+
+int TcpStoreServer::Loop::wait_ms(Clock::time_point now) const {
+  Clock::time_point wake_at =
+      accepting_ ? Clock::time_point::max() : accept_resume_;
+  for (const uint64_t k : strangers_) {
+    // A summary is due: wake for it even if nothing else happens.
+    if (k > 1) wake_at = std::min(wake_at, strangers_since_ + kStrangerLogPeriod);
+  }
+  if (!dues_.empty()) wake_at = std::min(wake_at, dues_.top().first);
+  if (wake_at == Clock::time_point::max()) return -1;
+  const int64_t ms = std::chrono::ceil<Millis>(wake_at - now).count();
+  return static_cast<int>(std::clamp<int64_t>(ms, 0, 60000));
+}
+
+void TcpStoreServer::Loop::listen(bool on) {
+  if (on == accepting_) return;
+  accepting_ = on;
+  for (size_t i = 0; i < listeners_.size(); ++i) {
+    readiness_.change(listeners_[i].get(), kListenerTag + i,
+                      on ? uint32_t{EPOLLIN} : uint32_t{0});
+  }
+}
+
 void TcpStoreServer::Loop::run() {
-  std::vector<pollfd> fds;
-  std::vector<uint64_t> ids;
-  std::vector<uint64_t> expired;
+  std::array<epoll_event, kEventsPerWait> events;
   while (!stopping_.load()) {
-    fds.clear();
-    ids.clear();
-    expired.clear();
-    fds.push_back({wake_.get(), POLLIN, 0});
     const auto now = Clock::now();
     ++pass_;
     flush_log(now);
     flush_strangers(now);
-    const bool accepting = now >= accept_resume_;
-    if (accepting) {
-      for (const auto& l : listeners_) fds.push_back({l.get(), POLLIN, 0});
-    }
-    const size_t first = fds.size();
-    Clock::time_point wake_at =
-        accepting ? Clock::time_point::max() : accept_resume_;
-    for (const uint64_t k : strangers_) {
-      // A summary is due: wake for it even if nothing else happens.
-      if (k > 1)
-        wake_at = std::min(wake_at, strangers_since_ + kStrangerLogPeriod);
-    }
-    for (const auto& [id, c] : conns_) {
-      const Clock::time_point due = deadline(*c);
-      if (due <= now) {
-        expired.push_back(id);
-        continue;
-      }
-      wake_at = std::min(wake_at, due);
-      // A parked connection is not read (its next requests must wait), but
-      // its client hanging up must still free it.
-      const bool reading =
-          c->closing || (!c->parked && c->queued < kMaxQueuedOutput);
-      short events = reading ? POLLIN : POLLRDHUP;
-      if (c->queued > 0) events |= POLLOUT;
-      fds.push_back({c->fd.get(), events, 0});
-      ids.push_back(id);
-    }
-    for (const uint64_t id : expired) {
-      const Connection& c = *conns_.at(id);
-      const Limits& l = options_.limits;
-      if (c.closing) {
-        // Its refusal was said; nothing more to tell.
-      } else if (!c.authenticated) {
-        counters_.timed_out.fetch_add(1);
-        note(kSilent,
-             str_cat("closed the connection from ", c.peer,
-                     ": it did not authenticate within ",
-                     std::min(l.auth_timeout, l.request_timeout).count(),
-                     " ms (GANG_STORE_AUTH_TIMEOUT_MS)"));
+    if (!accepting_ && now >= accept_resume_) listen(true);
+    expire(now);
+    const int n = readiness_.wait(events.data(), kEventsPerWait, wait_ms(now));
+    for (int i = 0; i < n; ++i) {
+      const uint64_t tag = events[i].data.u64;
+      if (tag == kWakeTag) {
+        uint64_t count = 0;
+        [[maybe_unused]] ssize_t r = ::read(wake_.get(), &count, sizeof count);
+        if (stopping_.load()) return;
+      } else if (tag >= kListenerTag) {
+        if (accepting_) accept_all(listeners_[tag - kListenerTag].get());
       } else {
-        counters_.timed_out.fetch_add(1);
-        const char* what = c.queued > 0 ? "did not read its reply"
-                           : c.reader.in_request()
-                               ? "stopped half-way through a request"
-                               : "was idle";
-        const Millis after = c.queued > 0 || c.reader.in_request()
-                                 ? l.request_timeout
-                                 : l.idle_timeout;
-        log(str_cat("closed the connection from ", c.peer, ": it ", what,
-                    " for ", after.count(), " ms"));
+        service(tag, events[i].events);
       }
-      close(id);
-    }
-    int timeout = -1;
-    if (wake_at != Clock::time_point::max()) {
-      timeout = static_cast<int>(std::min<int64_t>(
-          std::chrono::ceil<Millis>(wake_at - now).count(), 60000));
-      timeout = std::max(timeout, 0);
-    }
-    if (::poll(fds.data(), fds.size(), timeout) < 0) {
-      // EINTR, or ENOMEM that may pass: try again shortly.
-      if (errno != EINTR) std::this_thread::sleep_for(Millis(10));
-      continue;
-    }
-    if (fds[0].revents != 0) {
-      uint64_t count = 0;
-      [[maybe_unused]] ssize_t n = ::read(wake_.get(), &count, sizeof count);
-      if (stopping_.load()) break;
-    }
-    for (size_t i = 1; i < first; ++i) {
-      if (fds[i].revents != 0) accept_all(fds[i].fd);
-    }
-    for (size_t i = 0; i < ids.size(); ++i) {
-      if (fds[first + i].revents != 0) service(ids[i], fds[first + i].revents);
     }
     drain_ready();
+    settle();
   }
 }
 
@@ -631,7 +731,17 @@ void TcpStoreServer::Loop::accept_all(int listener) {
     if (!fd.valid()) {
       if (errno == EINTR || errno == ECONNABORTED) continue;
       if (errno != EAGAIN && errno != EWOULDBLOCK) {
+        const int err = errno;
+        log(str_cat("stopped accepting connections for ", kAcceptPause.count(),
+                    " ms: ", errno_text(err),
+                    err == EMFILE
+                        ? str_cat(" (this process's limit, RLIMIT_NOFILE; the "
+                                  "server holds ",
+                                  conns_.size(),
+                                  " connections, a few for each rank)")
+                        : std::string()));
         accept_resume_ = Clock::now() + kAcceptPause;
+        listen(false);
       }
       return;
     }
@@ -656,7 +766,7 @@ void TcpStoreServer::Loop::accept_all(int listener) {
     ::setsockopt(fd.get(), IPPROTO_TCP, TCP_KEEPCNT, &probes, sizeof probes);
     const uint64_t id = next_id_++;
     auto conn = std::make_unique<Connection>(
-        std::move(fd), peer_name(addr, len), options_.limits, &budget_,
+        id, std::move(fd), peer_name(addr, len), options_.limits, &budget_,
         !options_.token.empty(), Clock::now());
     Connection& c = *conn;
     conns_.emplace(id, std::move(conn));
@@ -664,6 +774,14 @@ void TcpStoreServer::Loop::accept_all(int listener) {
     if (options_.token.empty() && !options_.allowed_users.any) {
       check_user(c, addr);
     }
+    c.events = interest(c);
+    if (!readiness_.add(c.fd.get(), id, c.events)) {
+      log(str_cat("closed the connection from ", c.peer,
+                  ": cannot wait on it: ", errno_text(errno)));
+      close(id);
+      continue;
+    }
+    touch(c);
   }
 }
 
@@ -749,6 +867,7 @@ void TcpStoreServer::Loop::make_room() {
     const auto it = conns_.find(id);
     if (it == conns_.end()) continue;
     it->second->swept = pass_;
+    touch(*it->second);
     bool keep = false;
     try {
       keep = read_and_handle(id, *it->second);
@@ -779,24 +898,25 @@ void TcpStoreServer::Loop::make_room() {
   close(id);
 }
 
-void TcpStoreServer::Loop::service(uint64_t id, short revents) {
+void TcpStoreServer::Loop::service(uint64_t id, uint32_t revents) {
   const auto it = conns_.find(id);
   if (it == conns_.end()) return;
   Connection& c = *it->second;
+  touch(c);
   bool keep = true;
   // A bad request or a failed allocation closes this connection only;
   // nothing may end the server's thread.
   try {
-    if (revents & (POLLERR | POLLNVAL)) {
+    if (revents & EPOLLERR) {
       keep = false;
     } else {
-      if (revents & POLLOUT) keep = flush(c);
+      if (revents & EPOLLOUT) keep = flush(c);
       if (keep) {
-        if ((revents & (POLLIN | POLLHUP)) && c.closing) {
+        if ((revents & (EPOLLIN | EPOLLHUP)) && c.closing) {
           keep = drop_input(c);
-        } else if ((revents & (POLLIN | POLLHUP)) && !c.parked) {
+        } else if ((revents & (EPOLLIN | EPOLLHUP)) && !c.parked) {
           keep = read_and_handle(id, c);  // sees EOF itself
-        } else if (revents & (POLLRDHUP | POLLHUP)) {
+        } else if (revents & (EPOLLRDHUP | EPOLLHUP)) {
           keep = false;
         }
       }
@@ -1027,12 +1147,14 @@ void TcpStoreServer::Loop::reply(Connection& c, Reply status,
   item.value = std::move(value);
   if (c.queued == 0) c.last_write = Clock::now();
   c.queued += item.size();
+  touch(c);
   c.out.push_back(std::move(item));
 }
 
 void TcpStoreServer::Loop::park(uint64_t id, Connection& c, Op op,
                                 std::string key) {
   waiters_[key].push_back(id);
+  touch(c);
   c.parked = true;
   c.parked_op = op;
   c.parked_key = std::move(key);
@@ -1069,6 +1191,7 @@ void TcpStoreServer::Loop::drain_ready() {
     for (const uint64_t id : ids) {
       const auto it = conns_.find(id);
       if (it == conns_.end()) continue;
+      touch(*it->second);
       bool keep = false;
       try {
         // Its next requests may already wait in the socket.
@@ -1148,6 +1271,7 @@ void TcpStoreServer::Loop::close(uint64_t id) {
       if (ids.empty()) waiters_.erase(w);
     }
   }
+  readiness_.remove(c.fd.get());
   pending_.erase(id);
   conns_.erase(it);
 }

@@ -1,5 +1,6 @@
-// The TCP store server: one thread serves every connection with poll(), so
-// thousands of ranks cost descriptors, not threads.
+// The TCP store server: one thread serves every connection through epoll,
+// so thousands of ranks cost descriptors, not threads, and a pass of the
+// thread costs what is ready, not how many are connected.
 //
 // It defends itself (ServerOptions, from the GANG_STORE_* variables): it
 // listens only on the host it is given; with a token, a connection must
