@@ -828,9 +828,14 @@ void TcpStoreServer::Loop::check_user(Connection& c,
                      ", and this process runs as uid ", uid, ". ", how, " (",
                      uid, ", a name, or any)"));
   } else {
-    note(kOtherUser,
-         str_cat("refused the connection from ", c.peer,
-                 ": cannot tell which user its process runs as (", why, ")"));
+    // A peer whose socket no process holds has closed it already (a rank
+    // that gave up on a connection the server had not accepted yet): it is
+    // refused all the same, but nobody is there to warn about.
+    if (owner.kind != SocketOwner::kUnowned) {
+      note(kOtherUser,
+           str_cat("refused the connection from ", c.peer,
+                   ": cannot tell which user its process runs as (", why, ")"));
+    }
     end_with(c, Reply::kDenied,
              str_cat("the store, served by ", own_user_,
                      " without a token, cannot tell which user this process "
