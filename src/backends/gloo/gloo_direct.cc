@@ -133,14 +133,14 @@ void direct_broadcast(const Run& r) {
   const bool fits = bytes <= kInlineBytes;
   if (fits) {
     const auto mine = same_for_all(r, r.a.recv);
-    const auto in = agree(r, r.rooted(), nullptr, nullptr, root ? &mine : nullptr, bytes);
+    const auto in = agree_from_root(r, root ? &mine : nullptr, bytes);
     if (!root) copy_bytes(r.a.recv, in.from(r.a.root).data, bytes);
     return;
   }
   Transfers t(r.ctx, r.waits, r.op.deadline);
   auto* b = t.buffer(r.a.recv, bytes);
   for (int p : r.rooted()) post_early(t, b, root, p, r.tag, 0, bytes);
-  agree(r, r.rooted());
+  agree_from_root(r);
   t.wait();
 }
 
@@ -215,8 +215,7 @@ void direct_scatter(const Run& r) {
       chunks[static_cast<size_t>(p)] = bytes_of(r.a.send) + static_cast<size_t>(p) * bytes;
     }
   }
-  const auto in = agree(r, r.rooted(), nullptr, nullptr,
-                        fits && root ? &chunks : nullptr, bytes);
+  const auto in = agree_from_root(r, fits && root ? &chunks : nullptr, bytes);
   if (root) {
     const size_t me = static_cast<size_t>(r.me);
     const uint8_t* own = bytes_of(r.a.send) + me * bytes;

@@ -203,44 +203,69 @@ void Transfers::flush_sends(Millis most) noexcept {
   }
 }
 
-void exchange_frames(const std::shared_ptr<::gloo::Context>& ctx,
-                     const std::shared_ptr<Waits>& waits,
-                     core::Clock::time_point deadline, uint32_t tag,
-                     const std::vector<int>& partners,
-                     const std::vector<Frame>& frames_out,
-                     std::vector<Frame>& frames_in, uint32_t step) {
-  if (partners.empty()) return;
+namespace {
+
+// Sends frames_out[i] to to[i] and receives frames_in[j] from from[j];
+// each received frame is checked against mine(j) the moment its own
+// receive completes, in the order of `from`.
+template <typename Mine>
+void move_frames(const std::shared_ptr<::gloo::Context>& ctx, const std::shared_ptr<Waits>& waits,
+                 core::Clock::time_point deadline, uint32_t tag, const std::vector<int>& to,
+                 const std::vector<Frame>& frames_out, const std::vector<int>& from,
+                 std::vector<Frame>& frames_in, uint32_t step, Mine mine) {
+  if (to.empty() && from.empty()) return;
   const uint64_t frame_slot = slot(kFramePrefix, tag, step);
   constexpr size_t F = sizeof(Frame);
   Transfers t(ctx, waits, deadline);
-  auto* out = t.buffer(frames_out.data(), frames_out.size() * F);
-  // A buffer per partner: each frame is checked the moment its own receive
+  // A buffer per frame received: each is checked the moment its own receive
   // completes (Gloo says only how many receives of a buffer completed, not
-  // which), so a partner in another operation fails this one before the
-  // wait for a later partner, which may never send. Frames are awaited in
-  // rank order; whichever rank finds a mismatch fails and closes its
-  // connections, which ends its partners' waits. It first lets its own
-  // frames go (Gloo sends one only once the peer has posted its receive):
-  // a partner in the same operation then finds the mismatch itself rather
-  // than a closed connection.
-  std::vector<::gloo::transport::UnboundBuffer*> in(partners.size());
-  for (size_t i = 0; i < partners.size(); ++i) {
-    const int p = partners[i];
-    in[i] = t.buffer(&frames_in[i], F);
-    t.recv(in[i], p, frame_slot, 0, F);
-    t.send(out, p, frame_slot, i * F, F);
+  // which), so a peer in another operation fails this one before the wait
+  // for a later peer, which may never send. Whichever rank finds a mismatch
+  // fails and closes its connections, which ends its peers' waits. It first
+  // lets its own frames go (Gloo sends one only once the peer has posted
+  // its receive): a peer in the same operation then finds the mismatch
+  // itself rather than a closed connection.
+  std::vector<::gloo::transport::UnboundBuffer*> in(from.size());
+  for (size_t j = 0; j < from.size(); ++j) {
+    in[j] = t.buffer(&frames_in[j], F);
+    t.recv(in[j], from[j], frame_slot, 0, F);
   }
-  for (size_t i = 0; i < partners.size(); ++i) {
-    const int p = partners[i];
-    t.wait_one(in[i]);
+  if (!to.empty()) {
+    auto* out = t.buffer(frames_out.data(), frames_out.size() * F);
+    for (size_t i = 0; i < to.size(); ++i) t.send(out, to[i], frame_slot, i * F, F);
+  }
+  for (size_t j = 0; j < from.size(); ++j) {
+    t.wait_one(in[j]);
     try {
-      check_frame(frames_out[i], ctx->rank, frames_in[i], p);
+      check_frame(mine(j), ctx->rank, frames_in[j], from[j]);
     } catch (...) {
       t.flush_sends(kFrameFlush);
       throw;
     }
   }
   t.wait();
+}
+
+}  // namespace
+
+void exchange_frames(const std::shared_ptr<::gloo::Context>& ctx,
+                     const std::shared_ptr<Waits>& waits,
+                     core::Clock::time_point deadline, uint32_t tag,
+                     const std::vector<int>& partners,
+                     const std::vector<Frame>& frames_out,
+                     std::vector<Frame>& frames_in, uint32_t step) {
+  // Frames are awaited in rank order.
+  move_frames(ctx, waits, deadline, tag, partners, frames_out, partners, frames_in, step,
+              [&](size_t j) -> const Frame& { return frames_out[j]; });
+}
+
+void route_frames(const std::shared_ptr<::gloo::Context>& ctx,
+                  const std::shared_ptr<Waits>& waits, core::Clock::time_point deadline,
+                  uint32_t tag, const std::vector<int>& to,
+                  const std::vector<Frame>& frames_out, const std::vector<int>& from,
+                  std::vector<Frame>& frames_in, const Frame& mine, uint32_t step) {
+  move_frames(ctx, waits, deadline, tag, to, frames_out, from, frames_in, step,
+              [&](size_t) -> const Frame& { return mine; });
 }
 
 }  // namespace gang::backends::gloo_impl

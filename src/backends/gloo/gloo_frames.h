@@ -10,7 +10,10 @@
 // will send to and expects from the receiver; a receiver that finds another
 // operation fails with GANG_ERR_MISMATCH naming both calls and posts no
 // payload. Payloads of up to kInlineBytes ride inside the frame, so a small
-// operation still costs one message per peer.
+// operation still costs one message per peer. An operation one rank sends
+// to all (broadcast, scatter) routes its frames instead of exchanging them,
+// so that the root sends n - 1 and receives one (agree_from_root,
+// gloo_run.h).
 #pragma once
 
 #include <gloo/common/error.h>
@@ -152,6 +155,16 @@ void exchange_frames(const std::shared_ptr<::gloo::Context>& ctx,
                      const std::vector<int>& partners,
                      const std::vector<Frame>& frames_out,
                      std::vector<Frame>& frames_in, uint32_t step = 0);
+
+// Frames that do not go both ways: frames_out[i] goes to to[i] and
+// frames_in[j] arrives from from[j], each checked against `mine` the moment
+// it arrives, in the order of `from` (which the caller chooses so that a
+// frame that always comes is awaited before one that may not).
+void route_frames(const std::shared_ptr<::gloo::Context>& ctx,
+                  const std::shared_ptr<Waits>& waits, core::Clock::time_point deadline,
+                  uint32_t tag, const std::vector<int>& to,
+                  const std::vector<Frame>& frames_out, const std::vector<int>& from,
+                  std::vector<Frame>& frames_in, const Frame& mine, uint32_t step = 0);
 
 // "rank 3" or "ranks 1, 4", for messages.
 Text rank_list(const std::vector<int>& ranks);

@@ -45,6 +45,36 @@ std::vector<int> merged(std::vector<int> a, const std::vector<int>& b) {
   return a;
 }
 
+namespace {
+
+// This rank's frame for a peer, `inline_out` riding in it when it fits.
+Frame frame_for(const Run& r, uint64_t to_you, uint64_t from_you, const void* inline_out,
+                size_t inline_len) {
+  Frame f = make_frame(r.op, to_you, from_you);
+  f.algorithm = static_cast<uint8_t>(r.chosen);
+  if (inline_out && inline_len <= kInlineBytes) {
+    f.inline_len = static_cast<uint16_t>(inline_len);
+    copy_bytes(f.data, inline_out, inline_len);
+  }
+  return f;
+}
+
+// Fails unless every frame in `in` (from the ranks in `from`) names the
+// algorithm this rank chose.
+void check_algorithms(const Run& r, const std::vector<int>& from, const std::vector<Frame>& in) {
+  for (size_t k = 0; k < from.size(); ++k) {
+    const uint8_t theirs = in[k].algorithm;
+    if (theirs != static_cast<uint8_t>(r.chosen)) {
+      fail(Status::kInternal, core::op_api_name(r.a.kind), ": rank ", r.me, " chose the ",
+           algorithm_name(r.chosen), " algorithm but rank ", from[k], " chose the ",
+           algorithm_name(static_cast<Algorithm>(theirs)),
+           " (a choice that must be made from what every rank knows)");
+    }
+  }
+}
+
+}  // namespace
+
 Agreed agree(const Run& r, const std::vector<int>& partners,
              const std::vector<uint64_t>* to_you,
              const std::vector<uint64_t>* from_you,
@@ -53,24 +83,31 @@ Agreed agree(const Run& r, const std::vector<int>& partners,
   std::vector<Frame> out(partners.size()), in(partners.size());
   for (size_t k = 0; k < partners.size(); ++k) {
     const auto i = static_cast<size_t>(partners[k]);
-    out[k] = make_frame(r.op, to_you ? (*to_you)[i] : 0, from_you ? (*from_you)[i] : 0);
-    out[k].algorithm = static_cast<uint8_t>(r.chosen);
-    if (inline_out && (*inline_out)[i] && inline_len <= kInlineBytes) {
-      out[k].inline_len = static_cast<uint16_t>(inline_len);
-      copy_bytes(out[k].data, (*inline_out)[i], inline_len);
-    }
+    out[k] = frame_for(r, to_you ? (*to_you)[i] : 0, from_you ? (*from_you)[i] : 0,
+                       inline_out ? (*inline_out)[i] : nullptr, inline_len);
   }
   exchange_frames(r.ctx, r.waits, r.op.deadline, r.tag, partners, out, in);
-  for (size_t k = 0; k < partners.size(); ++k) {
-    const uint8_t theirs = in[k].algorithm;
-    if (theirs != static_cast<uint8_t>(r.chosen)) {
-      fail(Status::kInternal, core::op_api_name(r.a.kind), ": rank ", r.me, " chose the ",
-           algorithm_name(r.chosen), " algorithm but rank ", partners[k], " chose the ",
-           algorithm_name(static_cast<Algorithm>(theirs)),
-           " (a choice that must be made from what every rank knows)");
+  check_algorithms(r, partners, in);
+  return Agreed(partners, std::move(in));
+}
+
+Agreed agree_from_root(const Run& r, const std::vector<const void*>* inline_out,
+                       size_t inline_len) {
+  const bool root = r.me == r.a.root;
+  const std::vector<int> to = root ? r.everyone_else() : std::vector<int>{r.right()};
+  // The left's frame first: it always comes, the root's only from a root.
+  std::vector<int> from = {r.left()};
+  if (!root && r.left() != r.a.root) from.push_back(r.a.root);
+  const Frame mine = frame_for(r, 0, 0, nullptr, 0);
+  std::vector<Frame> out(to.size(), mine), in(from.size());
+  if (root && inline_out) {
+    for (size_t k = 0; k < to.size(); ++k) {
+      out[k] = frame_for(r, 0, 0, (*inline_out)[static_cast<size_t>(to[k])], inline_len);
     }
   }
-  return Agreed(partners, std::move(in));
+  route_frames(r.ctx, r.waits, r.op.deadline, r.tag, to, out, from, in, mine);
+  check_algorithms(r, from, in);
+  return Agreed(std::move(from), std::move(in));
 }
 
 Agreed::Agreed(std::vector<int> partners, std::vector<Frame> frames)

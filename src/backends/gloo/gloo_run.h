@@ -107,6 +107,19 @@ Agreed agree(const Run& r, const std::vector<int>& partners,
                          const std::vector<const void*>* inline_out = nullptr,
                          size_t inline_len = 0);
 
+// The agreement of an operation the root sends to all (broadcast,
+// scatter) without a frame from every rank into the root: the root sends
+// its frame (with its inline_out for that rank, when it fits) to every
+// rank, every other rank sends its own to the rank on its right, and each
+// rank checks the frame from the rank on its left, then, if that is not
+// the root, the root's. Ranks that disagree (on the root too) differ
+// somewhere around the ring, and the rank right of there fails at once;
+// its closed connections end the others' waits. The root receives one
+// frame instead of n - 1. Returns the frames received: from the left, and
+// from the root.
+Agreed agree_from_root(const Run& r, const std::vector<const void*>* inline_out = nullptr,
+                       size_t inline_len = 0);
+
 // The frames agree() received, one per partner: what an agreement with a
 // few partners of a wide gang holds is as small as those few.
 class Agreed {
