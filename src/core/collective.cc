@@ -58,8 +58,23 @@ Error mismatch(const Text& what) {
 }
 
 Error mismatch(int me, const OpSignature& mine, int peer, const OpSignature& theirs) {
+  OpSignature without = theirs;
+  without.outer = mine.outer;
+  if (mine.outer != theirs.outer && without.same(mine)) {
+    return mismatch(text("rank ", Rank{me}, " and rank ", Rank{peer}, " ran ", mine.describe(),
+                         " as a step of different operations (the ranks of the gang called "
+                         "different operations, which this step alone cannot tell apart)"));
+  }
   return mismatch(text("rank ", Rank{me}, " called ", mine.describe(), " but rank ", Rank{peer},
                        " called ", theirs.describe()));
+}
+
+uint64_t outer_of(const CollectiveArgs& a) {
+  OpSignature s = OpSignature::of(a);
+  s.count = 0;  // per rank in the v-collectives; the others' is in total
+  if (!per_rank_counts(a.kind)) s.total = a.count;
+  const uint64_t h = base::fnv1a(&s, sizeof s);
+  return h != 0 ? h : 1;
 }
 
 Error timed_out(const Text& whom) {

@@ -91,6 +91,12 @@ struct CollectiveArgs {
   // them: all_gatherv and reduce_scatterv (recv_counts), all_to_allv (both).
   std::vector<size_t> recv_counts;
   std::vector<size_t> send_counts;
+  // A step of a composed operation (a two-level gang's step within a host
+  // or among the hosts' leaders): a hash of the signature of the operation
+  // it is a step of, never 0; 0 for the caller's own operations. Ranks that
+  // run the same step for different operations (the same broadcast within
+  // a host for roots on different hosts) disagree here.
+  uint64_t outer = 0;
 };
 
 // What every rank of a collective must pass alike, as one fixed layout of
@@ -110,12 +116,14 @@ struct OpSignature {
   uint64_t count;
   uint64_t total;        // all_gatherv, reduce_scatterv: the sum of the per-rank counts
   uint64_t counts_hash;  // all_gatherv, reduce_scatterv: hash_counts of them
+  uint64_t outer;        // CollectiveArgs::outer
 
   static OpSignature of(const CollectiveArgs& args);
 
-  // The same operation: kind, dtype, op, root and the counts every rank
+  // The same operation: kind, dtype, op, root, the counts every rank
   // passes alike (all_to_allv's, which differ by pair, are left to
-  // whoever knows both sides of a pair).
+  // whoever knows both sides of a pair) and, for a step, the operation it
+  // is a step of.
   bool same(const OpSignature& other) const;
 
   // "gang_all_reduce(float32, count 4, sum)"; for a signature off the wire
@@ -124,7 +132,7 @@ struct OpSignature {
   std::string describe() const;
   std::string describe(uint64_t seq) const;
 };
-static_assert(sizeof(OpSignature) == 32, "signatures are 32 bytes on the wire");
+static_assert(sizeof(OpSignature) == 40, "signatures are 40 bytes on the wire");
 
 // A hash of per-rank counts, the same in every process.
 uint64_t hash_counts(const std::vector<size_t>& counts);
@@ -147,15 +155,21 @@ inline OpSignature OpSignature::of(const CollectiveArgs& a) {
     s.counts_hash = hash_counts(a.recv_counts);
     for (size_t c : a.recv_counts) s.total += c;
   }
+  s.outer = a.outer;
   return s;
 }
 
 inline bool OpSignature::same(const OpSignature& o) const {
-  if (kind != o.kind || dtype != o.dtype || op != o.op || root != o.root) return false;
+  if (kind != o.kind || dtype != o.dtype || op != o.op || root != o.root || outer != o.outer) {
+    return false;
+  }
   const auto k = static_cast<OpKind>(kind);
   if (per_rank_counts(k)) return total == o.total && counts_hash == o.counts_hash;
   return count == o.count;
 }
+
+// CollectiveArgs::outer for the steps of the operation `a`.
+uint64_t outer_of(const CollectiveArgs& a);
 
 // The one wording of a mismatch, as an Error (kMismatch) naming both ranks
 // as facts: "ranks called different operations: rank <me> called <mine>

@@ -72,6 +72,17 @@ static gang_status_t root_split(gang_t* g, int rank, int size, size_t n) {
   return s;
 }
 
+/* Rank 1 believes the last rank is the root, the others rank 0: on three
+ * ranks or more a chain (rank 1 waits for a rank that waits for rank 0)
+ * that no two-rank exchange closes. */
+static gang_status_t root_chain(gang_t* g, int rank, int size, size_t n) {
+  float* x = floats(n, (float)(rank + 1));
+  gang_status_t s;
+  s = gang_broadcast(g, x, n, GANG_FLOAT32, rank == 1 ? size - 1 : 0, NULL);
+  free(x);
+  return s;
+}
+
 /* Two ranks each act as the root, in turns, then all agree: only a check
  * of the broadcasts before the next one finds the first. */
 static gang_status_t root_then_agree(gang_t* g, int rank, int size, size_t n) {
@@ -144,6 +155,7 @@ static gang_status_t bytes_root_own(gang_t* g, int rank, int size, size_t n) {
 static const div_case_t kCases[] = {
     {"broadcast, root = own rank", root_own, 1},
     {"broadcast, ranks wait for each other", root_split, 1},
+    {"broadcast, rank 1 waits for a receiver", root_chain, 1},
     {"broadcast, two roots, then agree", root_then_agree, 1},
     {"broadcast, count differs", count_differs, 1},
     {"broadcast, dtype differs", dtype_differs, 1},

@@ -50,7 +50,7 @@ struct Frame {
   uint64_t from_you;      // payload bytes the sender expects from the receiver
   uint8_t data[kInlineBytes];
 };
-static_assert(sizeof(Frame) == 128, "frames are 128 bytes on the wire");
+static_assert(sizeof(Frame) == 136, "frames are 136 bytes on the wire");
 
 // This rank's frame for `args` to a peer it sends `to_you` bytes and from
 // which it expects `from_you` bytes.

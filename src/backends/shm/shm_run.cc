@@ -127,6 +127,8 @@ void Run::record_broadcast(uint32_t number) {
                                static_cast<uint64_t>(a_.root)),
                            b.dtype),
                        a_.count);
+  // A step's broadcast (a two-level gang's) also by the operation it is a step of.
+  if (a_.outer != 0) state_.history = mix(state_.history, a_.outer);
   b.history = state_.history;
   b.number.store(number, std::memory_order_release);
 }

@@ -158,6 +158,7 @@ class TwoLevel final : public Backend {
             size_t chunk = 0) const {
     Operation op;
     op.args = std::move(args);
+    op.args.outer = outer_of(parent.args);
     op.seq = (parent.seq * 4 + static_cast<uint64_t>(n)) * kMaxChunks + chunk;
     op.channel = parent.channel;
     op.deadline = parent.deadline;
