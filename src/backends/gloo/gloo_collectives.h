@@ -43,7 +43,7 @@ class Scratch {
 //   ring:   reduce-scatter and all-gather around the ring (all-reduce,
 //           all-gather); for broadcast, the root scatters and a ring
 //           all-gather completes
-//   tree:   broadcast down a binomial tree (gangs of up to 8 ranks)
+//   tree:   broadcast down a binomial tree
 enum class Algorithm : uint8_t { kAuto, kDirect, kRing, kTree };
 
 // GANG_GLOO_ALGORITHM's value; throws kInvalidArgument naming it.

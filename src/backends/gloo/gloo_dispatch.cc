@@ -39,10 +39,14 @@ namespace {
 //                                the same; the ring reduces half the buffer
 //                                on each rank, the direct exchange all of it,
 //                                in one step instead of two).
+//   kStepBytes          320 KiB  broadcast above kDirectRanks: what a link
+//                                moves in the time one step's latency takes
+//                                (tree_beats_ring).
 constexpr size_t kDirectBytes = 256 * 1024;
 constexpr int kDirectRanks = 8;
 constexpr size_t kDirectReduceBytes = 1024 * 1024;
 constexpr size_t kTwoRankRingBytes = 1024 * 1024;
+constexpr size_t kStepBytes = 320 * 1024;
 
 // What the frames of a collective with one algorithm carry: the value the
 // frames had before any collective had a choice.
@@ -55,7 +59,7 @@ constexpr Algorithm kOnlyOne = Algorithm::kRing;
 //                          kDirectReduceBytes
 //                  ring    otherwise
 //   broadcast      direct  n == 2, or bytes x (n-1) <= kDirectBytes
-//                  tree    otherwise, n <= kDirectRanks
+//                  tree    otherwise, n <= kDirectRanks or tree_beats_ring
 //                  ring    otherwise (the root scatters, a ring all-gather)
 //   all-gather(v)  direct  n <= kDirectRanks, the largest block x (n-1) <=
 //   reduce-scatter(v)      kDirectBytes and all blocks <= 4 kDirectBytes
@@ -68,14 +72,36 @@ constexpr Algorithm kOnlyOne = Algorithm::kRing;
 //
 // GANG_GLOO_ALGORITHM=direct|ring|tree forces one of all-reduce's,
 // broadcast's, all-gather's and reduce-scatter's where it applies (direct
-// and tree on gangs of up to kDirectRanks; else the ring); reduce and
-// barrier go by the table whatever it says.
+// on gangs of up to kDirectRanks, else the ring); reduce and barrier go by
+// the table whatever it says.
 
 // Whether `candidate` (direct or tree) runs when `asked` is
 // GANG_GLOO_ALGORITHM: auto takes it when `by_size`.
 bool takes(Algorithm asked, Algorithm candidate, bool by_size, int n) {
   if (asked == Algorithm::kAuto) return by_size;
-  return asked == candidate && n <= kDirectRanks;
+  return asked == candidate && (candidate == Algorithm::kTree || n <= kDirectRanks);
+}
+
+// ceil(log2 n).
+int rounds_of(int n) {
+  int k = 0;
+  while ((1 << k) < n) ++k;
+  return k;
+}
+
+// A broadcast on more than kDirectRanks: the binomial tree takes
+// k = ceil(log2 n) steps of the whole buffer B, the scatter and ring
+// all-gather 2(n-1) steps of B/n. With a step's latency L and a link's
+// bandwidth W the tree takes k (L + B/W), the ring about 2(n-1) L + 2B/W:
+// the tree is the faster while B (k - 2) < L W (2(n-1) - k). L W is
+// kStepBytes, fitted to where the two crossed on 16 ranks of a 16-core
+// machine (the ring 1.65 times the tree's time at 2 MiB, 0.64-0.85 from
+// 8 MiB: about 4 MiB); so 4 MiB on 16 ranks, 6 MiB on 32, 10 MiB on 64.
+bool tree_beats_ring(int n, size_t bytes) {
+  const int k = rounds_of(n);
+  if (k <= 2) return true;
+  return bytes * static_cast<size_t>(k - 2) <
+         kStepBytes * static_cast<size_t>(2 * (n - 1) - k);
 }
 
 Algorithm all_reduce_algorithm(Algorithm asked, int n, size_t bytes) {
@@ -91,7 +117,9 @@ Algorithm broadcast_algorithm(Algorithm asked, int n, size_t bytes) {
   if (takes(asked, Algorithm::kDirect, n == 2 || bytes * peers <= kDirectBytes, n)) {
     return Algorithm::kDirect;
   }
-  if (takes(asked, Algorithm::kTree, n <= kDirectRanks, n)) return Algorithm::kTree;
+  if (takes(asked, Algorithm::kTree, n <= kDirectRanks || tree_beats_ring(n, bytes), n)) {
+    return Algorithm::kTree;
+  }
   return Algorithm::kRing;
 }
 
