@@ -1,10 +1,11 @@
 /*
- * test_gloo_wide.c - broadcasts and scatters on a gloo gang wider than the
- * algorithms where every rank talks to every other (8 ranks): every
- * algorithm the sizes pick there (the direct broadcast with its ring of
- * frames, the binomial tree, the scatter and ring all-gather), from roots
- * at the start, the middle and the end, every element checked; then the
- * same with the tree forced (GANG_GLOO_ALGORITHM=tree) at every size.
+ * test_gloo_wide.c - broadcasts, all-reduces and scatters on a gloo gang
+ * wider than the algorithms where every rank talks to every other (8
+ * ranks): every algorithm the sizes pick there (the direct broadcast with
+ * its ring of frames, the binomial tree, the scatter and ring all-gather;
+ * all-reduce by recursive doubling and by the ring), from roots at the
+ * start, the middle and the end, every element checked; then the same with
+ * the tree forced (GANG_GLOO_ALGORITHM=tree) at every size.
  */
 #define _GNU_SOURCE
 #include <setjmp.h>
@@ -77,9 +78,58 @@ static int check_scatters(gang_t* g, int rank, int size) {
   return 0;
 }
 
+/* All-reduces of 1 to 19 floats (a frame holds 18: recursive doubling
+ * below, the ring above), sums of integers exactly, a max and an average;
+ * then sums that round, whose bits every rank must have alike. */
+static int check_all_reduces(gang_t* g, int rank, int size) {
+  size_t n, i;
+  int r;
+  for (n = 1; n <= 19; n += 6) {
+    float x[19], y[19], mixed[19];
+    float* all = (float*)malloc((size_t)size * n * sizeof *all);
+    int64_t k[19];
+    CHECK(all != NULL, "malloc");
+    for (i = 0; i < n; ++i) {
+      x[i] = (float)(rank * 3 + (int)i);
+      k[i] = (int64_t)rank << 33 | (int64_t)i;
+      mixed[i] = 0.1f * (float)(rank + 1) + 1e-7f * (float)i;
+    }
+    CHECK_OK(gang_all_reduce(g, x, y, n, GANG_FLOAT32, GANG_SUM, NULL));
+    for (i = 0; i < n; ++i) {
+      const float want = (float)(3 * size * (size - 1) / 2 + size * (int)i);
+      CHECK(y[i] == want, "sum of %zu floats: element %zu is %g, not %g", n, i, y[i], want);
+    }
+    CHECK_OK(gang_all_reduce(g, x, y, n, GANG_FLOAT32, GANG_MAX, NULL));
+    for (i = 0; i < n; ++i) {
+      CHECK(y[i] == (float)((size - 1) * 3 + (int)i), "max of %zu floats: element %zu is %g",
+            n, i, y[i]);
+    }
+    CHECK_OK(gang_all_reduce(g, x, y, n, GANG_FLOAT32, GANG_AVG, NULL));
+    for (i = 0; i < n; ++i) {
+      const float want = (float)(3 * size * (size - 1) / 2 + size * (int)i) / (float)size;
+      CHECK(y[i] == want, "average of %zu floats: element %zu is %g, not %g", n, i, y[i],
+            want);
+    }
+    CHECK_OK(gang_all_reduce(g, k, k, n, GANG_INT64, GANG_SUM, NULL));
+    for (i = 0; i < n; ++i) {
+      const int64_t want = ((int64_t)size * (size - 1) / 2 << 33) + (int64_t)size * (int64_t)i;
+      CHECK(k[i] == want, "sum of %zu int64s: element %zu is %lld", n, i, (long long)k[i]);
+    }
+    CHECK_OK(gang_all_reduce(g, mixed, mixed, n, GANG_FLOAT32, GANG_SUM, NULL));
+    CHECK_OK(gang_all_gather(g, mixed, all, n, GANG_FLOAT32, NULL));
+    for (r = 0; r < size; ++r) {
+      CHECK(memcmp(all + (size_t)r * n, mixed, n * sizeof *mixed) == 0,
+            "a rounded sum of %zu floats: rank %d has other bits than rank %d", n, r, rank);
+    }
+    free(all);
+  }
+  return 0;
+}
+
 static int rank_fn(gang_t* g, int rank, int size, void* arg) {
   (void)arg;
   if (check_broadcasts(g, rank, size) != 0) return 1;
+  if (check_all_reduces(g, rank, size) != 0) return 1;
   return check_scatters(g, rank, size);
 }
 

@@ -52,8 +52,12 @@ void ring_reduce_scatter(const Run& r, const std::vector<size_t>& counts);
 
 // Log-round: ceil(log2 n) rounds.
 
-// Broadcast down a binomial tree from the root: large buffers on gangs of up to 8.
+// Broadcast down a binomial tree from the root: large buffers on gangs of
+// up to 8, and below a size that grows with the ranks on more.
 void tree_broadcast(const Run& r);
+// All-reduce by recursive doubling, each partial in the frames: buffers
+// that fit in a frame on gangs over 8.
+void doubling_all_reduce(const Run& r);
 // Barrier, round k with the ranks 2^k ahead and behind: gangs over 8.
 void dissemination_barrier(const Run& r);
 

@@ -44,7 +44,10 @@ class Scratch {
 //           all-gather); for broadcast, the root scatters and a ring
 //           all-gather completes
 //   tree:   broadcast down a binomial tree
-enum class Algorithm : uint8_t { kAuto, kDirect, kRing, kTree };
+// and, chosen only by kAuto:
+//   doubling: all-reduce in log2 n rounds of one exchange (small buffers
+//           on gangs over 8 ranks)
+enum class Algorithm : uint8_t { kAuto, kDirect, kRing, kTree, kDoubling };
 
 // GANG_GLOO_ALGORITHM's value; throws kInvalidArgument naming it.
 Algorithm algorithm_from_env();

@@ -57,6 +57,8 @@ constexpr Algorithm kOnlyOne = Algorithm::kRing;
 //   all-reduce     direct  n == 2 and bytes < kTwoRankRingBytes, or
 //                          3 <= n <= kDirectRanks and bytes x (n-1) <=
 //                          kDirectReduceBytes
+//                  doubling n > kDirectRanks and bytes <= kInlineBytes
+//                          (a frame's payload)
 //                  ring    otherwise
 //   broadcast      direct  n == 2, or bytes x (n-1) <= kDirectBytes
 //                  tree    otherwise, n <= kDirectRanks or tree_beats_ring
@@ -105,6 +107,9 @@ bool tree_beats_ring(int n, size_t bytes) {
 }
 
 Algorithm all_reduce_algorithm(Algorithm asked, int n, size_t bytes) {
+  if (asked == Algorithm::kAuto && n > kDirectRanks && bytes <= kInlineBytes) {
+    return Algorithm::kDoubling;
+  }
   const size_t peers = static_cast<size_t>(n - 1);
   const bool small = n == 2 ? bytes < kTwoRankRingBytes
                             : n <= kDirectRanks && bytes * peers <= kDirectReduceBytes;
@@ -156,9 +161,14 @@ void run_collective(const std::shared_ptr<::gloo::Context>& ctx,
   const auto run = [&](Algorithm chosen) { return Run(ctx, waits, scratch, op, chosen); };
   switch (a.kind) {
     case OpKind::kAllReduce:
-      return all_reduce_algorithm(algorithm, n, bytes) == Algorithm::kDirect
-                 ? direct_all_reduce(run(Algorithm::kDirect))
-                 : ring_all_reduce(run(Algorithm::kRing));
+      switch (all_reduce_algorithm(algorithm, n, bytes)) {
+        case Algorithm::kDirect:
+          return direct_all_reduce(run(Algorithm::kDirect));
+        case Algorithm::kDoubling:
+          return doubling_all_reduce(run(Algorithm::kDoubling));
+        default:
+          return ring_all_reduce(run(Algorithm::kRing));
+      }
     case OpKind::kReduce:
       return reduce_algorithm(n, bytes) == Algorithm::kDirect
                  ? direct_reduce(run(Algorithm::kDirect))

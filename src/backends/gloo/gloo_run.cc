@@ -34,6 +34,8 @@ const char* algorithm_name(Algorithm a) {
       return "ring";
     case Algorithm::kTree:
       return "tree";
+    case Algorithm::kDoubling:
+      return "recursive doubling";
   }
   return "unknown";
 }
@@ -79,14 +81,14 @@ Agreed agree(const Run& r, const std::vector<int>& partners,
              const std::vector<uint64_t>* to_you,
              const std::vector<uint64_t>* from_you,
              const std::vector<const void*>* inline_out,
-             size_t inline_len) {
+             size_t inline_len, uint32_t step) {
   std::vector<Frame> out(partners.size()), in(partners.size());
   for (size_t k = 0; k < partners.size(); ++k) {
     const auto i = static_cast<size_t>(partners[k]);
     out[k] = frame_for(r, to_you ? (*to_you)[i] : 0, from_you ? (*from_you)[i] : 0,
                        inline_out ? (*inline_out)[i] : nullptr, inline_len);
   }
-  exchange_frames(r.ctx, r.waits, r.op.deadline, r.tag, partners, out, in);
+  exchange_frames(r.ctx, r.waits, r.op.deadline, r.tag, partners, out, in, step);
   check_algorithms(r, partners, in);
   return Agreed(partners, std::move(in));
 }

@@ -101,11 +101,12 @@ inline const uint8_t* bytes_of(const void* p) { return static_cast<const uint8_t
 // `inline_out` (per rank, may be null) rides in the frames when it fits;
 // returns the frames received.
 class Agreed;
+// `step` tells apart the agreements of an operation that has several.
 Agreed agree(const Run& r, const std::vector<int>& partners,
                          const std::vector<uint64_t>* to_you = nullptr,
                          const std::vector<uint64_t>* from_you = nullptr,
                          const std::vector<const void*>* inline_out = nullptr,
-                         size_t inline_len = 0);
+                         size_t inline_len = 0, uint32_t step = 0);
 
 // The agreement of an operation the root sends to all (broadcast,
 // scatter) without a frame from every rank into the root: the root sends

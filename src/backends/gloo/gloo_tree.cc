@@ -5,8 +5,13 @@
 #include <vector>
 
 #include "backends/gloo/gloo_algorithms.h"
+#include "base/copy.h"
+#include "core/reduce.h"
 
 namespace gang::backends::gloo_impl {
+
+using base::copy_bytes;
+using base::move_bytes;
 
 // A binomial tree from the root: ceil(log2 n) steps of the whole buffer,
 // each rank receiving once and then sending to its children (the root to
@@ -45,6 +50,49 @@ void tree_broadcast(const Run& r) {
     for (int c : children) post_early(t, b, true, c, r.tag, 0, bytes);
   }
   t.wait();
+}
+
+// The largest power of two p <= n folds the ranks from p on into the ranks
+// p below them (rank p + i's input to rank i, reduced there), then in round
+// k each rank of the first p swaps its partial with rank me ^ 2^k, and at
+// the end each folded rank gets the result back: log2 p + 2 exchanges of
+// one frame, against 2(n - 1) steps of the ring. Each pair reduces the
+// lower rank's partial first, so both compute the same bits, and every rank
+// ends with the same bits.
+void doubling_all_reduce(const Run& r) {
+  const size_t bytes = r.a.count * r.es;
+  uint8_t* const acc = bytes_of(r.a.recv);
+  if (r.a.send != r.a.recv) move_bytes(acc, r.a.send, bytes);
+  int p = 1;
+  while (p * 2 <= r.n) p *= 2;
+  uint32_t rounds = 0;
+  while ((1 << rounds) < p) ++rounds;
+  const uint32_t last = rounds + 1;  // the step that gives folded ranks the result
+  const auto mine = same_for_all(r, acc);
+  const core::ReduceOp op = partial_op(r.a.op);
+  if (r.me >= p) {  // folded: its input to rank me - p, the result back
+    agree(r, {r.me - p}, nullptr, nullptr, &mine, bytes, 0);
+    const Agreed in = agree(r, {r.me - p}, nullptr, nullptr, nullptr, 0, last);
+    copy_bytes(acc, in.from(r.me - p).data, bytes);
+    return;
+  }
+  const bool takes_one = r.me + p < r.n;
+  if (takes_one) {
+    const Agreed in = agree(r, {r.me + p}, nullptr, nullptr, &mine, bytes, 0);
+    core::reduce(acc, acc, in.from(r.me + p).data, r.a.count, r.a.dtype, op);
+  }
+  for (uint32_t k = 0; k < rounds; ++k) {
+    const int peer = r.me ^ (1 << k);
+    const Agreed in = agree(r, {peer}, nullptr, nullptr, &mine, bytes, k + 1);
+    const uint8_t* theirs = in.from(peer).data;
+    if (r.me < peer) {
+      core::reduce(acc, acc, theirs, r.a.count, r.a.dtype, op);
+    } else {
+      core::reduce(acc, theirs, acc, r.a.count, r.a.dtype, op);
+    }
+  }
+  if (r.a.op == core::ReduceOp::kAvg) core::finish_avg(acc, r.a.count, r.a.dtype, r.n);
+  if (takes_one) agree(r, {r.me + p}, nullptr, nullptr, &mine, bytes, last);
 }
 
 // In round k every rank exchanges frames with the ranks 2^k ahead and
