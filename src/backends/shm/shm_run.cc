@@ -33,6 +33,7 @@ core::OpSignature signature_of(const BroadcastRecord& b) {
   s.dtype = static_cast<uint8_t>(b.dtype);
   s.root = b.root;
   s.count = b.count;
+  s.outer = b.outer;
   return s;
 }
 
@@ -111,6 +112,7 @@ bool Run::read_record(int r, uint64_t number, BroadcastRecord* out) const {
   out->root = b.root;
   out->dtype = b.dtype;
   out->count = b.count;
+  out->outer = b.outer;
   out->history = b.history;
   return true;
 }
@@ -123,6 +125,7 @@ void Run::record_broadcast(uint32_t number) {
   b.root = a_.root;
   b.dtype = static_cast<uint32_t>(a_.dtype);
   b.count = a_.count;
+  b.outer = a_.outer;
   state_.history = mix(mix(mix(mix(mix(state_.history, number), op_.seq),
                                static_cast<uint64_t>(a_.root)),
                            b.dtype),

@@ -57,7 +57,8 @@ struct alignas(kLine) Signal {
 
 // A broadcast that did not meet, as one rank ran it. `history` is a hash
 // of every such broadcast on the channel up to this one (number, seq,
-// root, dtype, count): two ranks with equal histories ran the same ones.
+// root, dtype, count, outer): two ranks with equal histories ran the same
+// ones.
 // Kept for the last kRecent by number, so that a difference can be named;
 // published like OpDesc, by `number` (ranks are at most a few broadcasts
 // apart, well within kRecent).
@@ -68,6 +69,7 @@ struct BroadcastRecord {
   int32_t root;
   uint32_t dtype;
   uint64_t count;
+  uint64_t outer;  // core::CollectiveArgs::outer
   uint64_t history;
 };
 constexpr uint64_t kRecent = 8;
