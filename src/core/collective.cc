@@ -71,8 +71,7 @@ Error mismatch(int me, const OpSignature& mine, int peer, const OpSignature& the
 
 uint64_t outer_of(const CollectiveArgs& a) {
   OpSignature s = OpSignature::of(a);
-  s.count = 0;  // per rank in the v-collectives; the others' is in total
-  if (!per_rank_counts(a.kind)) s.total = a.count;
+  if (per_rank_counts(a.kind)) s.count = 0;  // this rank's own; `total` is everyone's
   const uint64_t h = base::fnv1a(&s, sizeof s);
   return h != 0 ? h : 1;
 }

@@ -84,13 +84,6 @@ bool takes(Algorithm asked, Algorithm candidate, bool by_size, int n) {
   return asked == candidate && (candidate == Algorithm::kTree || n <= kDirectRanks);
 }
 
-// ceil(log2 n).
-int rounds_of(int n) {
-  int k = 0;
-  while ((1 << k) < n) ++k;
-  return k;
-}
-
 // A broadcast on more than kDirectRanks: the binomial tree takes
 // k = ceil(log2 n) steps of the whole buffer B, the scatter and ring
 // all-gather 2(n-1) steps of B/n. With a step's latency L and a link's

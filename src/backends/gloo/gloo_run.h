@@ -144,6 +144,13 @@ inline core::ReduceOp partial_op(core::ReduceOp op) {
   return op == core::ReduceOp::kAvg ? core::ReduceOp::kSum : op;
 }
 
+// ceil(log2 n): the rounds of a log-round algorithm on n ranks.
+inline int rounds_of(int n) {
+  int k = 0;
+  while ((1 << k) < n) ++k;
+  return k;
+}
+
 // `count` elements split into n nearly equal chunks.
 std::vector<size_t> even_chunks(size_t count, int n);
 size_t total_of(const std::vector<size_t>& counts);

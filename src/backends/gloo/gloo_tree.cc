@@ -65,8 +65,7 @@ void doubling_all_reduce(const Run& r) {
   if (r.a.send != r.a.recv) move_bytes(acc, r.a.send, bytes);
   int p = 1;
   while (p * 2 <= r.n) p *= 2;
-  uint32_t rounds = 0;
-  while ((1 << rounds) < p) ++rounds;
+  const auto rounds = static_cast<uint32_t>(rounds_of(p));
   const uint32_t last = rounds + 1;  // the step that gives folded ranks the result
   const auto mine = same_for_all(r, acc);
   const core::ReduceOp op = partial_op(r.a.op);
