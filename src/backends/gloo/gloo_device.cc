@@ -11,6 +11,8 @@
 #include <gloo/transport/tcp/device.h>
 #include <csignal>
 #include <cstring>
+#include <map>
+#include <mutex>
 
 #include "core/env.h"
 #include "base/error.h"
@@ -72,6 +74,24 @@ void ignore_default_sigpipe() {
   }
 }
 
+// The devices this process has open, by where they listen: a gang that
+// needs one on the same interface or address shares it, and with it one
+// event-loop thread (Gloo's loop wakes every 10 ms even when idle, so a
+// process with many gangs would otherwise keep a thread ticking for each).
+// Held weakly: a device closes with its last gang. A forked child inherits
+// the map but not the loop threads, so entries of another process are
+// never handed out.
+struct OpenDevices {
+  std::mutex mu;
+  pid_t pid = 0;
+  std::map<std::string, std::weak_ptr<::gloo::transport::Device>> by_place;
+};
+
+OpenDevices& open_devices() {
+  static auto* d = new OpenDevices();  // never destroyed: gangs may outlive statics
+  return *d;
+}
+
 }  // namespace
 
 std::string local_address_toward(const std::string& host) {
@@ -89,7 +109,12 @@ std::string local_address_toward(const std::string& host) {
   }
   std::unique_ptr<addrinfo, void (*)(addrinfo*)> guard(res, freeaddrinfo);
   const auto* target = reinterpret_cast<const sockaddr_in*>(res->ai_addr);
-  if ((ntohl(target->sin_addr.s_addr) >> 24) == 127) return kLoopback;
+  // A loopback store: listen on its very address (127.0.0.1, or any of
+  // 127/8, which reach each other), so that processes reaching the store at
+  // different loopback addresses have port spaces of their own.
+  if ((ntohl(target->sin_addr.s_addr) >> 24) == 127) {
+    return numeric(res->ai_addr, static_cast<socklen_t>(res->ai_addrlen));
+  }
   // A connected UDP socket sends nothing, but makes the kernel pick the
   // route, and so the source address, it would use for that host.
   Fd fd(::socket(AF_INET, SOCK_DGRAM, 0));
@@ -115,14 +140,21 @@ std::shared_ptr<::gloo::transport::Device> make_device(
   } else {
     attr.hostname = local_address_toward(store_host);
   }
+  const std::string place = ifname.empty() ? "address " + attr.hostname : "interface " + ifname;
+  OpenDevices& open = open_devices();
+  std::lock_guard<std::mutex> lock(open.mu);
+  if (open.pid != ::getpid()) {
+    open.by_place.clear();
+    open.pid = ::getpid();
+  }
+  if (auto shared = open.by_place[place].lock()) return shared;
   try {
-    auto dev = ::gloo::transport::tcp::CreateDevice(attr);
+    std::shared_ptr<::gloo::transport::Device> dev = ::gloo::transport::tcp::CreateDevice(attr);
     GANG_LOG(kInfo, "gloo device: ", dev->str());
+    open.by_place[place] = dev;
     return dev;
   } catch (const std::exception& e) {
-    fail(Status::kSystem, "gang_create: cannot open a TCP device on ",
-         ifname.empty() ? "address " + attr.hostname : "interface " + ifname,
-         ": ", e.what());
+    fail(Status::kSystem, "gang_create: cannot open a TCP device on ", place, ": ", e.what());
   }
 }
 

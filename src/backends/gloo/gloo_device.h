@@ -10,8 +10,10 @@
 namespace gang::backends::gloo_impl {
 
 // GANG_SOCKET_IFNAME if set; otherwise the local address the kernel would
-// use to reach `store_host` (loopback only when that host is loopback); for
-// stores without a host, the first non-loopback interface, else loopback.
+// use to reach `store_host` (when that host is loopback, its own address:
+// 127.0.0.1, or another of 127/8); for stores without a host, the first
+// non-loopback interface, else loopback. The gangs of a process that
+// listen at one place share its device, and so its event loop.
 std::shared_ptr<::gloo::transport::Device> make_device(
     const std::string& store_host);
 
