@@ -185,7 +185,7 @@ std::shared_ptr<Gang> Gang::create(const GangOptions& o) {
   if (r.rank == 0) {
     // Past the creation's barrier every rank has read the rendezvous (and
     // the secret, which is better gone from the store).
-    std::vector<std::string> keys = {prefix + "go", prefix + "secret", prefix + "hosts"};
+    std::vector<std::string> keys = {prefix + "go"};
     for (int i = 1; i < r.size; ++i) keys.push_back(str_cat(prefix, "hello/", i));
     forget(store, std::move(keys));
   }

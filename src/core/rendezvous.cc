@@ -1,13 +1,16 @@
 #include "core/rendezvous.h"
 
 #include <algorithm>
+#include <map>
 #include <random>
 #include <thread>
 #include <utility>
 
 #include "core/env.h"
+#include "base/big_endian.h"
 #include "base/deadline.h"
 #include "base/error.h"
+#include "base/hash.h"
 #include "base/secret.h"
 #include "base/text.h"
 #include "core/log.h"
@@ -170,16 +173,21 @@ uint64_t fresh_nonce() {
          static_cast<uint64_t>(Clock::now().time_since_epoch().count());
 }
 
-bool contains_word(const std::string& list, const std::string& word) {
-  size_t at = 0;
-  while ((at = list.find(word, at)) != std::string::npos) {
-    const bool starts = at == 0 || list[at - 1] == ' ';
-    const bool ends = at + word.size() == list.size() || list[at + word.size()] == ' ';
-    if (starts && ends) return true;
-    at += word.size();
-  }
-  return false;
+// Rank 0's go for a creation every rank joined: kGoOk, then for every rank
+// a 4-byte tag of the nonce it said hello with (rank 0's zero), the
+// secret, and the host list. A rank finds its own tag at a fixed place, so
+// the go grows by 4 bytes a rank, not by a nonce's 25 characters, and one
+// read brings it all. A stale hello of the same rank (an earlier attempt's)
+// has a different nonce, and its tag differs but for one time in 2^32.
+constexpr char kGoOk[] = "ok ";
+constexpr size_t kGoOkBytes = sizeof kGoOk - 1;
+constexpr size_t kTagBytes = 4;
+
+uint32_t nonce_tag(const std::string& nonce) {
+  return static_cast<uint32_t>(base::fnv1a(nonce.data(), nonce.size()));
 }
+
+size_t tag_at(int rank) { return kGoOkBytes + kTagBytes * static_cast<size_t>(rank); }
 
 [[noreturn]] void rendezvous_timeout(const std::string& name, int rank,
                                      int size, const std::string& what) {
@@ -199,12 +207,12 @@ namespace {
 
 // "0 0 1 1": rank 0's host first, hosts numbered as they first appear.
 std::string number_hosts(const std::vector<std::string>& hosts) {
-  std::vector<std::string> seen;
+  std::map<std::string, size_t> number;
   std::string out;
   for (const auto& h : hosts) {
-    auto it = std::find(seen.begin(), seen.end(), h);
-    if (it == seen.end()) it = seen.insert(seen.end(), h);
-    out += str_cat(out.empty() ? "" : " ", it - seen.begin());
+    const size_t n = number.emplace(h, number.size()).first->second;
+    if (!out.empty()) out += ' ';
+    out += std::to_string(n);
   }
   return out;
 }
@@ -247,7 +255,8 @@ Generation join_generation(store::Store& store, const std::string& name,
     const std::string prefix = str_cat(base, generation, "/");
     store.set(base + "open", bytes(str_cat(generation)));
     // Every other rank's hello: "<size> <asks> <nonce> <host>".
-    std::string go;
+    std::string go(tag_at(size), '\0');
+    go.replace(0, kGoOkBytes, kGoOk);
     std::vector<std::string> hosts{host};
     // The other ranks' hellos in as few reads as there are: those already
     // there, kHellosAtOnce at a time (all of them, where every rank came in
@@ -302,14 +311,13 @@ Generation join_generation(store::Store& store, const std::string& name,
              " (every rank must ask for the same backend and device)");
       }
       const size_t space2 = hello.find(' ', space1 + 1);
-      go += (go.empty() ? "" : " ") + hello.substr(space1 + 1, space2 - space1 - 1);
+      base::put_be32(reinterpret_cast<unsigned char*>(&go[tag_at(r)]),
+                     nonce_tag(hello.substr(space1 + 1, space2 - space1 - 1)));
       hosts.push_back(space2 == std::string::npos ? "" : hello.substr(space2 + 1));
     }
     const std::string secret = gang::base::random_bytes(kSecretBytes);
     const std::string host_list = number_hosts(hosts);
-    store.set(prefix + "secret", bytes(secret));
-    store.set(prefix + "hosts", bytes(host_list));
-    store.set(prefix + "go", bytes(go));
+    store.set(prefix + "go", bytes(go + secret + host_list));
     store.add(base + "joined", 1);
     return Generation{prefix, secret, parse_hosts(host_list, size)};
   }
@@ -364,13 +372,15 @@ Generation join_generation(store::Store& store, const std::string& name,
       creation_lost(name, std::atoi(go.c_str() + 5),
                     a == std::string::npos ? "" : go.substr(a + 1));
     }
-    if (contains_word(go, nonce)) {
+    const size_t hosts_at = tag_at(size) + kSecretBytes;
+    if (go.size() >= hosts_at && go.compare(0, kGoOkBytes, kGoOk) == 0 &&
+        base::get_be32(reinterpret_cast<const unsigned char*>(&go[tag_at(rank)])) ==
+            nonce_tag(nonce)) {
       // Counts the ranks that joined a creation of this name, for whoever
       // watches the store (PyTorch programs sharing it, tests).
       store.add(base + "joined", 1);
-      return Generation{
-          prefix, text(store.get(prefix + "secret", deadline.remaining_ms())),
-          parse_hosts(text(store.get(prefix + "hosts", deadline.remaining_ms())), size)};
+      return Generation{prefix, go.substr(tag_at(size), kSecretBytes),
+                        parse_hosts(go.substr(hosts_at), size)};
     }
     // A go without this attempt's nonce belongs to an earlier creation or
     // attempt: wait for rank 0 to open a newer generation.

@@ -61,21 +61,22 @@ class CreationLost : public Error {
 
 // Agrees on a fresh generation for creating gang `name` of `size` ranks on
 // `store`, and returns its key prefix and secret. The secret is as private
-// as the store: rank 0 publishes it under the generation's prefix before
-// the go, so whoever may read the store may read it (a token-protected
-// store keeps it to the job). Retryable by construction: rank 0 opens a new
-// generation for every attempt (a counter) and publishes it; every other
-// rank says hello to the generation it finds open, with the size it expects
-// and a nonce of this attempt, and goes ahead only when rank 0's "go" for
-// that generation lists its nonce. A rank that meets a stale generation (a
-// failed or abandoned attempt, or an earlier creation of the same name)
-// never gets a go listing its nonce, looks again and follows the newer one,
-// so an immediate retry after a failed creation works, and so does a
+// as the store: rank 0 publishes it in the generation's go, so whoever may
+// read the store may read it (a token-protected store keeps it to the
+// job). Retryable by construction: rank 0 opens a new generation for every
+// attempt (a counter) and publishes it; every other rank says hello to the
+// generation it finds open, with the size it expects and a nonce of this
+// attempt, and goes ahead only when rank 0's "go" for that generation
+// carries its nonce's tag. A rank that meets a stale generation (a failed
+// or abandoned attempt, or an earlier creation of the same name) never
+// gets a go carrying its nonce, looks again and follows the newer one, so
+// an immediate retry after a failed creation works, and so does a
 // different size under the same name. Ranks that disagree on the size fail
 // with kMismatch naming both. Every rank that joins adds 1 to
 // "gang/<name>/joined". Every rank says its `host` (topology::host_id) in
-// its hello; rank 0 numbers the hosts and publishes every rank's host
-// beside the secret. Every rank also says what it asks for (`asks`: the
+// its hello; rank 0 numbers the hosts and puts every rank's host in the go
+// beside the secret, so a rank reads one value of 4 bytes a rank and the
+// host numbers. Every rank also says what it asks for (`asks`: the
 // backend and device, one word); rank 0 fails a creation whose ranks ask
 // for different ones at once, with kMismatch naming both, on every rank.
 // Throws kTimeout at `timeout`.
