@@ -1,5 +1,7 @@
 #include "backends/gloo/gloo_pairs.h"
 
+#include "backends/gloo/gloo_address_list.h"
+
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <sched.h>
@@ -53,13 +55,8 @@ constexpr size_t kRankBytes = 4;
 constexpr size_t kGenerationBytes = 4;
 constexpr size_t kHelloBytes = kRankBytes + kGenerationBytes + base::kDigestBytes;
 
-// A listening address as a rank publishes it: the family (4 or 6), the
-// port (2 bytes, big-endian), the IPv6 scope (4) and the address (16; an
-// IPv4 one in the first 4). 23 bytes where Gloo's own form takes 136: every
-// rank reads every rank's, so a 4096-rank gang's store sends 386 MB, not
-// 2.3 GB.
-constexpr size_t kAddressBytes = 1 + 2 + 4 + 16;
-
+// A listening address as a rank publishes it (gloo_address_list.h): 23
+// bytes where Gloo's own form takes 136.
 std::vector<char> published(const sockaddr_storage& ss) {
   std::vector<char> out(kAddressBytes, 0);
   auto* b = reinterpret_cast<uint8_t*>(out.data());
@@ -809,38 +806,27 @@ std::shared_ptr<Mesh> connect_mesh(std::shared_ptr<store::Store> shared_store,
   auto pairs = std::make_shared<MeshPairs>(tcp_device, std::move(shared_store), rank, size,
                                            secret, pair_timeout);
   const std::vector<char>& mine = pairs->address();
-  const size_t entry = mine.size();
 
   // Rank 0 gathers the addresses (in windows of gets: a few round trips
   // for a thousand ranks) and publishes the list: 2N + 1 operations.
-  store::Bytes all;
+  std::vector<std::vector<char>> addresses;
   if (rank == 0) {
-    all.assign(mine.begin(), mine.end());
     std::vector<std::string> keys;
     for (int peer = 1; peer < size; ++peer) keys.push_back(std::to_string(peer));
-    const std::vector<store::Bytes> addresses = store.get_all(keys, left());
+    const std::vector<store::Bytes> theirs = store.get_all(keys, left());
+    addresses.push_back(mine);
     for (int peer = 1; peer < size; ++peer) {
-      const store::Bytes& theirs = addresses[static_cast<size_t>(peer - 1)];
-      if (theirs.size() != entry) {
-        fail(Status::kPeerLost, "gang_create: rank ", peer, " published a ",
-             theirs.size(), "-byte listening address where rank 0 expects ", entry);
+      const store::Bytes& a = theirs[static_cast<size_t>(peer - 1)];
+      if (a.size() != kAddressBytes) {
+        fail(Status::kPeerLost, "gang_create: rank ", peer, " published a ", a.size(),
+             "-byte listening address where rank 0 expects ", kAddressBytes);
       }
-      all.insert(all.end(), theirs.begin(), theirs.end());
+      addresses.emplace_back(a.begin(), a.end());
     }
-    store.set("all", all);
+    store.set("all", pack_addresses(addresses));
   } else {
     store.set(std::to_string(rank), store::Bytes(mine.begin(), mine.end()));
-    all = store.get("all", left());
-    if (all.size() != entry * static_cast<size_t>(size)) {
-      fail(Status::kPeerLost, "gang_create: rank 0 published ", all.size(),
-           " bytes of listening addresses where rank ", rank, " expects ",
-           entry * static_cast<size_t>(size));
-    }
-  }
-  std::vector<std::vector<char>> addresses(static_cast<size_t>(size));
-  for (size_t r = 0; r < addresses.size(); ++r) {
-    addresses[r].assign(all.begin() + static_cast<ptrdiff_t>(r * entry),
-                        all.begin() + static_cast<ptrdiff_t>((r + 1) * entry));
+    addresses = unpack_addresses(store.get("all", left()), size);
   }
   pairs->set_addresses(std::move(addresses));
   return pairs;
