@@ -5,7 +5,13 @@
  * Prints, from the last rank's call of gang_create to the last rank's
  * return, the creation's time, and the all-reduce's (the slowest rank's).
  *
- *   creation_threads N [P] [PORT]        (P: 16; PORT: 29500 + N % 1000)
+ *   creation_threads N [P] [PORT] [BACKEND]
+ *                         (P: 16; PORT: 29500 + N % 1000, also for 0;
+ *                          BACKEND: gloo)
+ *
+ * With BACKEND "auto", each process is a host of its own (GANG_HOST_ID),
+ * so the gang is on two levels: shm among a process's ranks, gloo among
+ * the P hosts' leaders.
  *
  * The ranks share the processes' cores and a few process-wide threads, so
  * the figure is a stand-in for N processes, stated as such: what it
@@ -33,7 +39,9 @@ typedef struct {
 } Times;
 
 static int g_size;
-static char g_url[64];
+static int g_port;
+static const char* g_backend = "gloo";
+static char g_url[64]; /* this process's: its own loopback address */
 static Times* g_times; /* shared by every process */
 
 static double now_ms(void) {
@@ -47,7 +55,7 @@ static void* one_rank(void* arg) {
   Times* t = &g_times[rank];
   gang_options_t o;
   gang_options_init(&o);
-  o.backend = "gloo";
+  o.backend = g_backend;
   o.rank = rank;
   o.size = g_size;
   o.init_method = g_url;
@@ -73,7 +81,17 @@ static void* one_rank(void* arg) {
   return g;
 }
 
-static int run_process(int first, int count) {
+static int run_process(int process, int first, int count) {
+  /* Each process plays a host of its own: 127.0.0.(p + 1), where its
+   * ranks listen (a gang listens on the address it reaches the store at
+   * when that is loopback), so that the ranks of one host share a port
+   * space as on a real machine, not the whole gang's. */
+  snprintf(g_url, sizeof g_url, "tcp://127.0.0.%d:%d", process % 250 + 1, g_port);
+  if (strcmp(g_backend, "auto") == 0) {
+    char host[32];
+    snprintf(host, sizeof host, "host%d", process);
+    setenv("GANG_HOST_ID", host, 1);
+  }
   pthread_t* threads = calloc((size_t)count, sizeof *threads);
   pthread_attr_t attr;
   pthread_attr_init(&attr);
@@ -93,21 +111,39 @@ static int run_process(int first, int count) {
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    fprintf(stderr, "usage: %s N [P] [PORT]\n", argv[0]);
+    fprintf(stderr, "usage: %s N [P] [PORT] [BACKEND]\n", argv[0]);
     return 2;
   }
   g_size = atoi(argv[1]);
   const int procs = argc > 2 ? atoi(argv[2]) : 16;
-  const int port = argc > 3 ? atoi(argv[3]) : 29500 + g_size % 1000;
+  g_port = argc > 3 && atoi(argv[3]) > 0 ? atoi(argv[3]) : 29500 + g_size % 1000;
+  if (argc > 4) g_backend = argv[4];
   if (g_size < 2 || procs < 1 || procs > g_size) {
     fprintf(stderr, "N must be at least 2 and P between 1 and N\n");
     return 2;
   }
-  snprintf(g_url, sizeof g_url, "tcp://127.0.0.1:%d", port);
   struct rlimit fds;
   if (getrlimit(RLIMIT_NOFILE, &fds) == 0) {
     fds.rlim_cur = fds.rlim_max;
     setrlimit(RLIMIT_NOFILE, &fds);
+  }
+  /* The store is served here, on every address, sized as rank 0 sizes
+   * the one it serves for a job of N ranks; rank 0 finds the port taken
+   * and joins it. What this process spends is the server's work alone. */
+  char n4[32], n_4[32], url[64];
+  snprintf(n4, sizeof n4, "%d", 4 * g_size);
+  snprintf(n_4, sizeof n_4, "%d", g_size / 4 > 64 ? g_size / 4 : 64);
+  setenv("GANG_STORE_MAX_CONNECTIONS", n4, 0);
+  setenv("GANG_STORE_MAX_PENDING_CONNECTIONS", n_4, 0);
+  /* Served on every address, so with a token (the ranks inherit it). */
+  char token[64];
+  snprintf(token, sizeof token, "creation-threads-%ld", (long)getpid());
+  setenv("GANG_STORE_TOKEN", token, 0);
+  snprintf(url, sizeof url, "tcp://0.0.0.0:%d", g_port);
+  gang_store_t* server = NULL;
+  if (gang_store_create(url, 1, 600000, &server) != GANG_OK) {
+    fprintf(stderr, "store server: %s\n", gang_last_error());
+    return 1;
   }
   g_times = mmap(NULL, (size_t)g_size * sizeof(Times), PROT_READ | PROT_WRITE,
                  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
@@ -118,7 +154,7 @@ int main(int argc, char** argv) {
     const int first = (int)((long)g_size * p / procs);
     const int last = (int)((long)g_size * (p + 1) / procs);
     pids[p] = fork();
-    if (pids[p] == 0) _exit(run_process(first, last - first));
+    if (pids[p] == 0) _exit(run_process(p, first, last - first));
   }
   int failed = 0;
   for (int p = 0; p < procs; ++p) {
@@ -135,9 +171,15 @@ int main(int argc, char** argv) {
     if (t->returned > last_return) last_return = t->returned;
     if (t->reduced > last_reduced) last_reduced = t->reduced;
   }
+  struct rusage server_use;
+  getrusage(RUSAGE_SELF, &server_use);
+  const double server_cpu_ms =
+      (double)(server_use.ru_utime.tv_sec + server_use.ru_stime.tv_sec) * 1e3 +
+      (double)(server_use.ru_utime.tv_usec + server_use.ru_stime.tv_usec) / 1e3;
   printf("%6d ranks in %3d processes: create %9.1f ms (%9.1f ms from the first call), "
-         "then all_reduce 8 B %9.1f ms%s\n",
+         "then all_reduce 8 B %9.1f ms; the store server's CPU %8.1f ms%s\n",
          g_size, procs, last_return - last_call, last_return - first_call,
-         last_reduced - last_return, failed ? "  FAILED" : "");
+         last_reduced - last_return, server_cpu_ms, failed ? "  FAILED" : "");
+  gang_store_destroy(server);
   return failed;
 }
