@@ -1,7 +1,5 @@
 #include "backends/gloo/gloo_pairs.h"
 
-#include "backends/gloo/gloo_address_list.h"
-
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <sched.h>
@@ -25,6 +23,7 @@
 #include <mutex>
 #include <vector>
 
+#include "backends/gloo/gloo_address_list.h"
 #include "base/big_endian.h"
 #include "base/deadline.h"
 #include "base/descriptors.h"
