@@ -85,6 +85,13 @@ gang_status_t Instance::failed(std::string* text) {
   return error;
 }
 
+gang_status_t Instance::abort_cause(std::string* text) {
+  const gang_status_t st = failed(text);
+  if (st != GANG_OK) return st;
+  *text = "the gang was aborted";
+  return GANG_ERR_ABORTED;
+}
+
 std::string Instance::comm_text(const char* what, ncclResult_t r) {
   std::lock_guard<std::mutex> lock(comm_mu);
   return nccl_text(*api, what, r, comm_gone ? nullptr : comm);
@@ -231,7 +238,13 @@ gang_status_t warm_up(Instance& in, int64_t deadline_ns, std::string* why) {
       *why = cuda_text(api, "the first collective", q);
       return GANG_ERR_SYSTEM;
     }
-    if (in.aborted.load() || now_ns() >= deadline_ns) {
+    if (in.aborted.load()) {
+      std::string cause;
+      const gang_status_t st = in.abort_cause(&cause);
+      *why = "the first collective was cut short: " + cause;
+      return st;
+    }
+    if (now_ns() >= deadline_ns) {
       *why = "the first collective did not end before the timeout (" +
              std::to_string(in.timeout_ms) + " ms)";
       return GANG_ERR_TIMEOUT;
@@ -386,10 +399,14 @@ gang_status_t derive(Instance& p, Instance* in, const char* what, int64_t deadli
     r = p.poll(p.comm, deadline);
   }
   if (r != ncclSuccess) {
-    const gang_status_t st = r == ncclInProgress ? (p.aborted.load() ? GANG_ERR_ABORTED : GANG_ERR_TIMEOUT)
-                                                 : status_of(r);
-    const std::string why = r == ncclInProgress ? std::string(what) + " did not finish in time"
-                                                : p.comm_text(what, r);
+    std::string cause;
+    const bool aborted = r == ncclInProgress && p.aborted.load();
+    const gang_status_t st = aborted ? p.abort_cause(&cause)
+                             : r == ncclInProgress ? GANG_ERR_TIMEOUT
+                                                   : status_of(r);
+    const std::string why = aborted ? std::string(what) + " was cut short: " + cause
+                            : r == ncclInProgress ? std::string(what) + " did not finish in time"
+                                                  : p.comm_text(what, r);
     say(err, err_len, why);
     // The child, if NCCL made one, is written by the job: it cannot be told
     // apart from a half-made one, so it is left to the parent's abort.
@@ -427,8 +444,10 @@ gang_status_t split(void* parent, const gang_backend_config_t* c, void** out, ch
     return GANG_ERR_UNSUPPORTED;
   }
   if (p.aborted.load()) {
-    say(err, err_len, "the parent gang was aborted");
-    return GANG_ERR_ABORTED;
+    std::string cause;
+    const gang_status_t st = p.abort_cause(&cause);
+    say(err, err_len, "the parent gang failed: " + cause);
+    return st;
   }
   const int64_t deadline = now_ns() + (c->timeout_ms > 0 ? c->timeout_ms : p.timeout_ms) * 1000000;
   Instance* in = nullptr;

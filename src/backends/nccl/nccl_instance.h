@@ -104,6 +104,10 @@ struct Instance {
   // aborter thread.
   void begin_abort();
   gang_status_t failed(std::string* text);
+  // Why an operation found the instance aborted: the failure that started
+  // the abort (a lost peer stays GANG_ERR_PEER_LOST, a late work
+  // GANG_ERR_TIMEOUT), GANG_ERR_ABORTED only for an abort asked for.
+  gang_status_t abort_cause(std::string* text);
   // nccl_text with the communicator's last error, if it is still there.
   // Takes comm_mu.
   std::string comm_text(const char* what, ncclResult_t r);

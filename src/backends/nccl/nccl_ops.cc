@@ -294,9 +294,11 @@ gang_status_t post(void* backend, const gang_backend_op_t* ops, size_t nops, voi
   if (r != ncclSuccess) {
     if (w != nullptr) give_back(in, w);
     if (in.aborted.load()) {
-      in.failed(&text);
-      say(err, err_len, text.empty() ? std::string("the gang was aborted") : text);
-      return GANG_ERR_ABORTED;
+      // Another thread failed the instance (the watchdog saw the same
+      // error first) or the caller aborted it: its cause, not "aborted".
+      const gang_status_t st = in.abort_cause(&text);
+      say(err, err_len, text);
+      return st;
     }
     const gang_status_t st = r == ncclInProgress ? GANG_ERR_TIMEOUT : status_of(r);
     const std::string why = r == ncclInProgress
