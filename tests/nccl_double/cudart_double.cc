@@ -64,10 +64,18 @@ struct CUstream_st {
   std::deque<std::function<void()>> tasks;
   uint64_t queued = 0, done = 0;
   bool stop = false;
-  // Stream capture: tasks pushed while capturing go to `captured`.
+  // Stream capture: tasks pushed while capturing go to `captured`, those
+  // of a stream that joined another's capture (it waited for an event
+  // recorded in it) to its origin's, in the order they are pushed, which
+  // keeps every order the capture has. A joined stream must be joined back
+  // (the origin waits for an event recorded on it after its last task)
+  // before the origin's capture ends.
   bool capturing = false;
   bool capture_broken = false;
   std::vector<std::function<void()>> captured;
+  CUstream_st* origin = nullptr;       // joined: the capture's first stream
+  bool unjoined = false;               // joined: tasks the origin did not wait for
+  std::vector<CUstream_st*> joined;    // origin: the streams that joined
   std::thread worker;
 
   explicit CUstream_st(int dev) : device(dev), worker([this] { run(); }) {}
@@ -82,6 +90,12 @@ struct CUstream_st {
   void push(std::function<void()> task) {
     {
       std::lock_guard<std::mutex> lock(mu);
+      if (capturing && origin != nullptr) {
+        unjoined = true;
+        std::lock_guard<std::mutex> into(origin->mu);
+        origin->captured.push_back(std::move(task));
+        return;
+      }
       if (capturing) {
         captured.push_back(std::move(task));
         return;
@@ -147,6 +161,8 @@ struct EventMarks {
 struct CUevent_st {
   int device = 0;
   bool in_capture = false;  // last recorded on a capturing stream
+  CUstream_st* capture = nullptr;      // then: that capture's origin
+  CUstream_st* recorded_on = nullptr;  // and the stream
   std::shared_ptr<EventMarks> m = std::make_shared<EventMarks>();
 };
 
@@ -220,9 +236,21 @@ bool capturing(CUstream_st* s) {
   return s->capturing;
 }
 
+// The first stream of the capture s is part of, or null.
+CUstream_st* capture_of(CUstream_st* s) {
+  std::lock_guard<std::mutex> lock(s->mu);
+  return !s->capturing ? nullptr : s->origin != nullptr ? s->origin : s;
+}
+
 void break_capture(CUstream_st* s) {
   std::lock_guard<std::mutex> lock(s->mu);
-  if (s->capturing) s->capture_broken = true;
+  if (!s->capturing) return;
+  if (s->origin == nullptr) {
+    s->capture_broken = true;
+    return;
+  }
+  std::lock_guard<std::mutex> origin(s->origin->mu);
+  s->origin->capture_broken = true;
 }
 
 // Runs what every stream of `device` (-1: of every device) holds so far,
@@ -277,6 +305,8 @@ int gang_cuda_double_pointer_device(const void* p, size_t len) {
 
 long gang_cuda_double_events_created(void) { return events_created.load(); }
 
+int gang_cuda_double_fail(int error) { return fail(static_cast<cudaError_t>(error)); }
+
 void gang_cuda_double_device_drain(int device) { drain_streams(device); }
 
 }  // extern "C"
@@ -295,6 +325,12 @@ const char* cudaGetErrorString(cudaError_t e) {
       return "operation not permitted when stream is capturing (cuda double)";
     case cudaErrorStreamCaptureInvalidated:
       return "operation failed due to a previous error during capture (cuda double)";
+    case cudaErrorStreamCaptureUnjoined:
+      return "capture was not joined back to its origin stream (cuda double)";
+    case cudaErrorStreamCaptureIsolation:
+      return "an event of another capture (cuda double)";
+    case cudaErrorNotSupported:
+      return "operation not supported (cuda double: it runs no kernels; move data with copies)";
     default: return "unknown error (cuda double)";
   }
 }
@@ -411,7 +447,9 @@ cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s) {
     std::lock_guard<std::mutex> lock(m->mu);
     n = ++m->recorded;
   }
-  e->in_capture = capturing(q);
+  e->capture = capture_of(q);
+  e->in_capture = e->capture != nullptr;
+  e->recorded_on = q;
   q->push([m, n] { m->reach(n); });
   return cudaSuccess;
 }
@@ -447,10 +485,30 @@ cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned int) {
                        "%d (the legacy stream of the wrong device?)",
                        q->device, e->device);
   }
-  if (capturing(q) && !e->in_capture) {
+  CUstream_st* in = capture_of(q);
+  if (in != nullptr && !e->in_capture) {
     // An event recorded outside the capture cannot order a captured stream.
     break_capture(q);
     return fail(cudaErrorStreamCaptureUnsupported);
+  }
+  if (e->in_capture && in == nullptr) {
+    // Waiting for an event recorded in a capture joins it.
+    {
+      std::lock_guard<std::mutex> lock(q->mu);
+      q->capturing = true;
+      q->capture_broken = false;
+      q->origin = e->capture;
+      q->unjoined = false;
+    }
+    std::lock_guard<std::mutex> lock(e->capture->mu);
+    e->capture->joined.push_back(q);
+  } else if (e->in_capture && in != e->capture) {
+    break_capture(q);  // an event of another capture
+    return fail(cudaErrorStreamCaptureIsolation);
+  } else if (e->in_capture && q == in && e->recorded_on != q) {
+    // The origin waits for a joined stream: joined back, so far.
+    std::lock_guard<std::mutex> lock(e->recorded_on->mu);
+    e->recorded_on->unjoined = false;
   }
   auto m = e->m;
   uint64_t n;
@@ -539,18 +597,33 @@ cudaError_t cudaStreamBeginCapture(cudaStream_t s, enum cudaStreamCaptureMode) {
   s->capturing = true;
   s->capture_broken = false;
   s->captured.clear();
+  s->joined.clear();
   return cudaSuccess;
 }
 
 cudaError_t cudaStreamEndCapture(cudaStream_t s, cudaGraph_t* graph) {
   if (s == nullptr || graph == nullptr) return fail(cudaErrorInvalidValue);
+  std::vector<CUstream_st*> joined;
+  {
+    std::lock_guard<std::mutex> lock(s->mu);
+    if (!s->capturing || s->origin != nullptr) return fail(cudaErrorInvalidValue);
+    joined.swap(s->joined);
+  }
+  // The streams that joined leave the capture; one not joined back fails it.
+  bool unjoined = false;
+  for (CUstream_st* j : joined) {
+    std::lock_guard<std::mutex> lock(j->mu);
+    unjoined = unjoined || j->unjoined;
+    j->capturing = false;
+    j->origin = nullptr;
+    j->unjoined = false;
+  }
   std::lock_guard<std::mutex> lock(s->mu);
-  if (!s->capturing) return fail(cudaErrorInvalidValue);
   s->capturing = false;
-  if (s->capture_broken) {
+  if (s->capture_broken || unjoined) {
     s->captured.clear();
     *graph = nullptr;
-    return fail(cudaErrorStreamCaptureInvalidated);
+    return fail(unjoined ? cudaErrorStreamCaptureUnjoined : cudaErrorStreamCaptureInvalidated);
   }
   *graph = new CUgraph_st{std::move(s->captured)};
   s->captured.clear();
@@ -560,10 +633,14 @@ cudaError_t cudaStreamEndCapture(cudaStream_t s, cudaGraph_t* graph) {
 cudaError_t cudaStreamIsCapturing(cudaStream_t s, enum cudaStreamCaptureStatus* status) {
   if (status == nullptr) return fail(cudaErrorInvalidValue);
   CUstream_st* q = resolve(s);
-  std::lock_guard<std::mutex> lock(q->mu);
-  *status = !q->capturing        ? cudaStreamCaptureStatusNone
-            : q->capture_broken ? cudaStreamCaptureStatusInvalidated
-                                : cudaStreamCaptureStatusActive;
+  CUstream_st* origin = capture_of(q);
+  if (origin == nullptr) {
+    *status = cudaStreamCaptureStatusNone;
+    return cudaSuccess;
+  }
+  std::lock_guard<std::mutex> lock(origin->mu);
+  *status = origin->capture_broken ? cudaStreamCaptureStatusInvalidated
+                                   : cudaStreamCaptureStatusActive;
   return cudaSuccess;
 }
 

@@ -27,6 +27,9 @@ int gang_cuda_double_stream_capturing(cudaStream_t s);
 int gang_cuda_double_pointer_device(const void* p, size_t len);
 // cudaEventCreate(WithFlags) calls so far in this process.
 long gang_cuda_double_events_created(void);
+// Records `error` as the calling thread's last error and returns it (the
+// runtime's functions the double only stubs fail through it).
+int gang_cuda_double_fail(int error);
 // Waits until every stream of the device (its legacy stream too) has run
 // what was queued on it so far, as a device-wide synchronisation does;
 // streams being captured are left alone.
