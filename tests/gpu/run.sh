@@ -6,6 +6,7 @@
 #
 # Configures and builds gang there, runs every GPU-labelled test against the
 # real CUDA runtime and NCCL (ctest -L gpu: nccl.gpu.*, python.cuda_gpu),
+# gang.torch's CUDA cases (test_torch_backend.py --cuda),
 # gang-bench's busbw tables on the GPUs (all-reduce, all-gather,
 # reduce-scatter, broadcast, all-to-all; 8 B to 1 GiB), then nccl-tests'
 # all_reduce_perf if it is on PATH (or in $NCCL_TESTS_DIR),
@@ -38,6 +39,17 @@ grep -hE "skipped: " "$build/Testing/Temporary/LastTest.log" | sort | uniq -c ||
 if [ "$gpus" -eq 0 ]; then
   echo "no GPU: the GPU tests above skipped; nothing else to run"
   exit "$rc"
+fi
+
+# gang.torch on CUDA tensors (tests/torch/cuda_worker.py's cases), with the
+# Python whose torch sees the GPUs ($GANG_TORCH_PYTHON, else python3):
+# gang_torch is built for it first.
+py=${GANG_TORCH_PYTHON:-$(command -v python3 || true)}
+if [ -n "$py" ] && "$py" -c "import torch; assert torch.cuda.is_available()" 2>/dev/null; then
+  echo "== gang.torch on CUDA tensors ($py)"
+  "$py" tests/torch/test_torch_backend.py --cuda "$build" || rc=1
+else
+  echo "== gang.torch on CUDA tensors: skipped (no Python whose torch sees a GPU; set GANG_TORCH_PYTHON)"
 fi
 
 # gang's own busbw tables (nccl-tests' columns), one rank per GPU.

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """gang as a torch.distributed backend (gang.torch), on a given PyTorch.
 
-Usage: PYTHON test_torch_backend.py [--venv] BUILD_DIR [CASE...]
+Usage: PYTHON test_torch_backend.py [--venv] [--cuda-double DIR | --cuda] BUILD_DIR [CASE...]
 
 Each case runs tests/torch/backend_worker.py CASE in N real processes
 (env:// rendezvous on a TCPStore of rank 0, as torchrun sets it up) and
@@ -32,6 +32,22 @@ Cases (default: all), each on the rank counts listed:
   ctrl_c    Ctrl-C of a torchrun DDP job, GANG_TEST_CTRL_C_RUNS times in a
             row (default 20): every rank gets KeyboardInterrupt, torchrun
             ends with no worker left to kill (2)
+
+CUDA tensors (tests/torch/cuda_worker.py), run only with --cuda-double DIR
+(the host double of CUDA and NCCL built in DIR, preloaded into every rank:
+torch's CUDA build then runs on it without a GPU) or --cuda (a real GPU,
+one per rank where there are enough, else ranks share one with NCCL's
+socket transport):
+  cuda_ops      every collective gang runs on the device, blocking and
+                async, current and side streams (2, 3)
+  cuda_stream   calls and Work.wait() return while the stream is held;
+                is_completed() follows the device (2)
+  cuda_sync     GANG_TORCH_SYNC=1: the call waits for the device (2)
+  cuda_future   CUDA-aware futures; a callback's own collective (2)
+  cuda_graph    collectives captured into a CUDA graph, launched 3 times (2)
+  cuda_lazy     the device's gang made by the first call; subgroups;
+                tensors of two devices refused (2)
+  cuda_failure  a rank killed: DistBackendError on the others (3)
 """
 import os
 import socket
@@ -45,6 +61,7 @@ import gang_torch_build
 SKIP = 77
 HERE = os.path.dirname(os.path.abspath(__file__))
 WORKER = os.path.join(HERE, "backend_worker.py")
+CUDA_WORKER = os.path.join(HERE, "cuda_worker.py")
 FAIRSEQ2_SHIM = os.path.join(os.path.dirname(os.path.dirname(HERE)), "bindings", "python",
                              "tests", "fairseq2_shim")
 
@@ -65,7 +82,45 @@ CASES = [
     ("powersgd", (2,), {}),
     ("detail", (2,), {"TORCH_DISTRIBUTED_DEBUG": "DETAIL"}),
     ("ctrl_c", (2,), {}),
+    ("cuda_ops", (2, 3), {}),
+    ("cuda_stream", (2,), {}),
+    ("cuda_sync", (2,), {"GANG_TORCH_SYNC": "1"}),
+    ("cuda_future", (2,), {}),
+    ("cuda_graph", (2,), {}),
+    ("cuda_lazy", (2,), {}),
+    ("cuda_failure", (3,), {}),
 ]
+
+# How CUDA cases reach a device: the double's directory (--cuda-double), or
+# "gpu" (--cuda); None runs no CUDA case.
+CUDA = None
+
+
+def cuda_env(rank, size):
+    """A CUDA case's rank: on the double, its runtime preloaded (torch's
+    CUDA libraries then bind to it), its driver and gang's libraries on the
+    library path, gang's NCCL module pointed at its NCCL, strict; on a GPU
+    with fewer GPUs than ranks, NCCL told that each rank is a host of its
+    own (its socket transport over loopback)."""
+    if CUDA != "gpu":
+        return {"LD_PRELOAD": os.path.join(CUDA, "libcudart.so.13"),
+                "LD_LIBRARY_PATH": os.pathsep.join([CUDA, os.environ.get("LD_LIBRARY_PATH", "")]),
+                "GANG_NCCL_LIBRARY": os.path.join(CUDA, "libnccl.so.2"),
+                "GANG_DOUBLE_STRICT": "1", "GANG_DOUBLE_SEED": str(100 + rank),
+                "GANG_CUDA_DOUBLE_DEVICES": str(size)}
+    env = {}
+    if gpu_count() < size:
+        env.update({"NCCL_HOSTID": f"gang-test-rank-{rank}", "NCCL_SOCKET_IFNAME": "lo"})
+    return env
+
+
+def gpu_count():
+    try:
+        out = subprocess.run(["nvidia-smi", "-L"], stdout=subprocess.PIPE,
+                             stderr=subprocess.DEVNULL, universal_newlines=True)
+        return out.stdout.count("GPU ")
+    except OSError:
+        return 0
 
 
 def free_port():
@@ -119,9 +174,13 @@ def launch(python, build, case, size, extra_env, timeout=300):
             "LOCAL_WORLD_SIZE": str(size), "MASTER_ADDR": "127.0.0.1",
             "MASTER_PORT": str(port),
         })
+        worker, name = WORKER, case
+        if case.startswith("cuda_"):
+            worker, name = CUDA_WORKER, case[len("cuda_"):]
+            env.update(cuda_env(rank, size))
         env.update(extra_env)
         out = open(os.path.join(tmp, f"rank{rank}.log"), "w+")
-        procs.append((subprocess.Popen([python, WORKER, case], env=env, stdout=out,
+        procs.append((subprocess.Popen([python, worker, name], env=env, stdout=out,
                                        stderr=subprocess.STDOUT), out))
     # Reaped as they exit (as torchrun's agent does): a dead rank must not
     # linger as a zombie, which its peers would still see alive.
@@ -209,6 +268,29 @@ def ctrl_c(python, build, size, runs):
     return [0], "", time.time() - start
 
 
+def cuda_unusable(python, build):
+    """Why the CUDA cases cannot run with this torch, or None."""
+    env = base_env(build, tempfile.mkdtemp(prefix="gang-torch-cuda-probe-"))
+    env.update(cuda_env(0, 2))
+    probe = subprocess.run(
+        [python, "-c", "import torch, gang_torch; print(torch.version.cuda, "
+         "gang_torch._C.cuda_built, torch.cuda.is_available())"],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True)
+    words = probe.stdout.split()[-3:] if probe.returncode == 0 else []
+    if len(words) != 3:
+        return f"torch or gang_torch did not load:\n{probe.stdout[-1500:]}"
+    cuda, built, available = words
+    if cuda == "None":
+        return "this torch was built without CUDA"
+    if CUDA != "gpu" and not cuda.startswith("13."):
+        return f"the double stands in for CUDA 13's runtime; this torch has CUDA {cuda}"
+    if built != "True":
+        return "gang_torch was built without CUDA"
+    if available != "True":
+        return "torch sees no CUDA device" + (" on the double" if CUDA != "gpu" else "")
+    return None
+
+
 def main():
     args = sys.argv[1:]
     python = sys.executable
@@ -220,6 +302,11 @@ def main():
                   "environment; .ci/run sets it)")
             return SKIP
         python = os.path.join(venv, "bin", "python")
+    global CUDA
+    if args and args[0] == "--cuda-double":
+        CUDA, args = os.path.abspath(args[1]), args[2:]
+    elif args and args[0] == "--cuda":
+        CUDA, args = "gpu", args[1:]
     if not args:
         print(__doc__)
         return 2
@@ -241,9 +328,16 @@ def main():
         return 1
     print(f"test_torch_backend: torch {version} ({python}); gang_torch built in "
           f"{time.time() - start:.0f} s", flush=True)
+    if CUDA is not None:
+        why = cuda_unusable(python, build)
+        if why:
+            print(f"SKIP: the CUDA cases: {why}")
+            return SKIP
     failed = []
     for case, sizes, extra in CASES:
         if wanted and case not in wanted:
+            continue
+        if case.startswith("cuda_") != (CUDA is not None):
             continue
         for size in sizes:
             if case == "torchrun":
@@ -253,8 +347,9 @@ def main():
                                           int(os.environ.get("GANG_TEST_CTRL_C_RUNS", "20")))
             else:
                 codes, out, took = launch(python, build, case, size, extra)
-            # The failure case's last rank is killed (SIGKILL) on purpose.
-            ok = all(c == 0 or (case in ("failure", "shrink") and r == size - 1 and c == -9)
+            # The failure cases' last rank is killed (SIGKILL) on purpose.
+            killed = case in ("failure", "shrink", "cuda_failure")
+            ok = all(c == 0 or (killed and r == size - 1 and c == -9)
                      for r, c in enumerate(codes))
             skipped = all(c == SKIP for c in codes)
             status = "ok" if ok else "skipped" if skipped else f"FAILED {codes}"

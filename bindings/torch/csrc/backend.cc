@@ -95,6 +95,7 @@ GangBackend::GangBackend(const c10::intrusive_ptr<c10d::Store>& store, int rank,
       completer_(name_) {
   name_options(*options_, name_);
   gang_ = create_gang(store_->get(), rank, size, millis(timeout), gang_name(name_));
+  cuda_ = std::make_unique<CudaSide>(store_, rank, size, millis(timeout), gang_name(name_));
   std::lock_guard<std::mutex> lock(live_mutex());
   live().insert(this);
 }
@@ -109,6 +110,8 @@ GangBackend::GangBackend(gang_t* gang, bool owned, std::shared_ptr<StoreHandle> 
       name_(std::move(group_name)),
       completer_(name_) {
   name_options(*options_, name_);
+  cuda_ = std::make_unique<CudaSide>(store_, gang_rank(gang), gang_size(gang), millis(timeout),
+                                     gang_name(name_));
   std::lock_guard<std::mutex> lock(live_mutex());
   live().insert(this);
 }
@@ -119,6 +122,7 @@ GangBackend::~GangBackend() {
     live().erase(this);
   }
   stop(std::chrono::milliseconds(0));
+  cuda_.reset();
   for (gang_work_t* w : orphans_) gang_work_destroy(w);
   if (owned_ && gang_ != nullptr) gang_destroy(gang_);
 }
@@ -126,11 +130,21 @@ GangBackend::~GangBackend() {
 void GangBackend::setTimeout(std::chrono::milliseconds timeout) {
   options_->timeout = timeout;
   check(gang_set_timeout(gang_, millis(timeout)), "set_timeout");
+  cuda_->set_timeout(millis(timeout));
+}
+
+void GangBackend::abort_gangs() {
+  if (gang_ != nullptr) gang_abort(gang_);
+  if (cuda_) cuda_->abort();
 }
 
 void GangBackend::abort() {
-  if (gang_ != nullptr) gang_abort(gang_);
+  abort_gangs();
   shutdown();
+}
+
+void GangBackend::eagerConnectSingleDevice(at::Device device) {
+  if (device.is_cuda()) cuda_->gang(device.has_index() ? device.index() : 0);
 }
 
 void GangBackend::shutdown() { stop(kShutdownGrace); }
@@ -140,7 +154,7 @@ void GangBackend::stop(std::chrono::milliseconds grace) {
   shut_ = true;
   // Orphans (a failed monitored barrier's) never end on their own.
   if (!orphans_.empty() && gang_ != nullptr) gang_abort(gang_);
-  completer_.stop(grace, gang_);
+  completer_.stop(grace, [this] { abort_gangs(); });
 }
 
 void GangBackend::shutdown_all() {
@@ -152,9 +166,11 @@ void GangBackend::shutdown_all() {
   // What is still in flight at exit waits for peers that may be gone (one
   // that exited first never issues its half): abort, never wait.
   for (GangBackend* b : all) {
-    if (b->completer_.busy() && b->gang_ != nullptr) gang_abort(b->gang_);
+    if (b->completer_.busy()) b->abort_gangs();
   }
-  for (GangBackend* b : all) b->completer_.stop(std::chrono::milliseconds(0), b->gang_);
+  for (GangBackend* b : all) {
+    b->completer_.stop(std::chrono::milliseconds(0), [b] { b->abort_gangs(); });
+  }
 }
 
 // ---- issuing -----------------------------------------------------------
@@ -163,6 +179,7 @@ c10::intrusive_ptr<c10d::Work> GangBackend::issue_now(Plan plan, std::vector<at:
                                                       bool async_op, c10d::OpType type,
                                                       const char* name,
                                                       std::shared_ptr<int> source) {
+  if (plan.device >= 0) return issue_cuda(std::move(plan), std::move(outputs), async_op, type, name);
   uint64_t seq = ++seq_;
   if (!async_op || sync_mode() || plan.steps.empty()) {
     for (auto& s : plan.steps) run_blocking(s, name);
@@ -197,6 +214,33 @@ c10::intrusive_ptr<c10d::Work> GangBackend::issue_now(Plan plan, std::vector<at:
   return work;
 }
 
+// In stream order (cuda.h): the call returns once its operations are
+// enqueued; a blocking one has the caller's current stream wait for them.
+// The completer watches gang's works until the device is done, holding
+// the call's tensors until then, and completes the Work (is_completed,
+// exception). GANG_TORCH_SYNC=1: the host waits here.
+c10::intrusive_ptr<c10d::Work> GangBackend::issue_cuda(Plan plan, std::vector<at::Tensor> outputs,
+                                                       bool async_op, c10d::OpType type,
+                                                       const char* name) {
+  uint64_t seq = ++seq_;
+  const int device = plan.device;
+  CudaIssued issued = cuda_->issue(device, plan, outputs, name);
+  auto work = c10::make_intrusive<GangWork>(getRank(), type, seq, name, outputs, issued.gang);
+  std::shared_ptr<StreamEnd> end = issued.end;
+  work->adopt_cuda(std::move(plan), end, std::move(issued.future));
+  if (issued.captured) {
+    work->finish();  // the graph's launches run it
+  } else if (sync_mode()) {
+    work->drive(-1);
+    work->finish();
+  } else {
+    completer_.submit(work);
+  }
+  if (issued.error) std::rethrow_exception(issued.error);
+  if (!async_op) end->order_current();
+  return work;
+}
+
 void GangBackend::run_blocking(const Step& step, const char* name) {
   gang_status_t status;
   {
@@ -217,17 +261,26 @@ c10::intrusive_ptr<c10d::Work> GangBackend::issue(Plan plan, std::vector<at::Ten
   return issue_now(std::move(plan), std::move(outputs), opts.asyncOp, type, name);
 }
 
-gang_t* GangBackend::gang_for(const at::Tensor& t) {
-  if (t.device().is_cpu()) return gang_;
-  refuse(std::string("tensors on ") + t.device().str() +
-         " are not supported by this build of gang.torch (CPU tensors only)");
+gang_t* GangBackend::gang_for(const at::Tensor& t, Plan& plan) {
+  if (!t.device().is_cpu() && !t.device().is_cuda()) {
+    refuse(std::string("tensors on ") + t.device().str() + " are not supported (CPU and CUDA)");
+  }
+  const int device = t.device().is_cpu() ? -1 : t.device().index();
+  if (plan.placed && plan.device != device) {
+    refuse(std::string("one call takes tensors of one device: ") +
+           (plan.device < 0 ? std::string("cpu") : "cuda:" + std::to_string(plan.device)) +
+           " and " + t.device().str());
+  }
+  plan.placed = true;
+  plan.device = device;
+  return device < 0 ? gang_ : cuda_->gang(device);
 }
 
 // ---- reductions ----------------------------------------------------------
 
 void GangBackend::plan_reduce(Plan& plan, const at::Tensor& t, const c10d::ReduceOp& op,
                               int root) {
-  gang_t* g = gang_for(t);
+  gang_t* g = gang_for(t, plan);
   at::Tensor flat = flat_inout(t, plan);
   Reduction red = reduction(flat, op, "tensor");
   if (red.bitwise) {
@@ -301,7 +354,10 @@ c10::intrusive_ptr<c10d::Work> GangBackend::allreduce_sparse(std::vector<at::Ten
   uint64_t seq = ++seq_;
   for (auto& t : tensors) {
     TORCH_CHECK(t.is_sparse(), "gang: all_reduce: sparse and dense tensors in one call");
-    gang_for(t);
+    if (!t.device().is_cpu()) {
+      refuse("all_reduce of sparse tensors runs on CPU tensors (as gloo's), not on " +
+             t.device().str());
+    }
     at::Tensor sum = sparse_sum(gang_, t, getSize(),
                                 [this](const Step& step) { run_blocking(step, "all_reduce"); });
     t.copy_(sum);
@@ -350,7 +406,7 @@ c10::intrusive_ptr<c10d::Work> GangBackend::reduce(std::vector<at::Tensor>& tens
 
 void GangBackend::plan_reduce_scatter(Plan& plan, at::Tensor input, const at::Tensor& output,
                                       const c10d::ReduceOp& op, std::vector<size_t> counts) {
-  gang_t* g = gang_for(output);
+  gang_t* g = gang_for(output, plan);
   at::Tensor out = flat_out(output, plan);
   Reduction red = reduction(input, op, "input");
   int size = getSize();
@@ -448,7 +504,7 @@ c10::intrusive_ptr<c10d::Work> GangBackend::broadcast(std::vector<at::Tensor>& t
   Plan plan;
   int root = static_cast<int>(opts.rootRank);
   for (const auto& t : tensors) {
-    gang_t* g = gang_for(t);
+    gang_t* g = gang_for(t, plan);
     at::Tensor buf = flat_inout(t, plan);
     plan.step([g, buf, root](gang_work_t** w) {
       Buffer b = movable(buf);
@@ -486,7 +542,7 @@ at::Tensor as_moved(const at::Tensor& flat) {
 
 void GangBackend::plan_gather_list(Plan& plan, std::vector<at::Tensor> outputs,
                                    const at::Tensor& input) {
-  gang_t* g = gang_for(input);
+  gang_t* g = gang_for(input, plan);
   at::Tensor src = as_moved(flat_in(input));
   std::vector<size_t> counts;
   bool even = true;
@@ -536,7 +592,7 @@ void GangBackend::plan_gather_single(Plan& plan, const at::Tensor& output,
   TORCH_CHECK(output.scalar_type() == input.scalar_type(),
               "gang: all_gather_into_tensor: output is ", output.scalar_type(), ", input ",
               input.scalar_type());
-  gang_t* g = gang_for(input);
+  gang_t* g = gang_for(input, plan);
   at::Tensor src = as_moved(flat_in(input));
   at::Tensor dst = as_moved(flat_out(output, plan));
   plan.step([g, src, dst](gang_work_t** w) {
@@ -586,9 +642,9 @@ c10::intrusive_ptr<c10d::Work> GangBackend::gather(std::vector<std::vector<at::T
                                                    const c10d::GatherOptions& opts) {
   TORCH_CHECK(inputs.size() == 1, "gang: gather takes one input tensor, not ", inputs.size());
   int root = static_cast<int>(opts.rootRank);
-  gang_t* g = gang_for(inputs[0]);
-  at::Tensor src = as_moved(flat_in(inputs[0]));
   Plan plan;
+  gang_t* g = gang_for(inputs[0], plan);
+  at::Tensor src = as_moved(flat_in(inputs[0]));
   std::vector<at::Tensor> result;
   if (getRank() == root) {
     TORCH_CHECK(outputs.size() == 1 && static_cast<int>(outputs[0].size()) == getSize(),
@@ -619,8 +675,8 @@ c10::intrusive_ptr<c10d::Work> GangBackend::scatter(std::vector<at::Tensor>& out
   TORCH_CHECK(outputs.size() == 1, "gang: scatter takes one output tensor, not ",
               outputs.size());
   int root = static_cast<int>(opts.rootRank);
-  gang_t* g = gang_for(outputs[0]);
   Plan plan;
+  gang_t* g = gang_for(outputs[0], plan);
   at::Tensor dst = as_moved(flat_out(outputs[0], plan));
   at::Tensor src;
   if (getRank() == root) {
@@ -644,8 +700,8 @@ c10::intrusive_ptr<c10d::Work> GangBackend::scatter(std::vector<at::Tensor>& out
 c10::intrusive_ptr<c10d::Work> GangBackend::alltoall_base(
     at::Tensor& output, at::Tensor& input, std::vector<int64_t>& output_split_sizes,
     std::vector<int64_t>& input_split_sizes, const c10d::AllToAllOptions& opts) {
-  gang_t* g = gang_for(input);
   Plan plan;
+  gang_t* g = gang_for(input, plan);
   at::Tensor src = as_moved(flat_in(input));
   at::Tensor dst = as_moved(flat_out(output, plan));
   int size = getSize();
@@ -689,7 +745,8 @@ c10::intrusive_ptr<c10d::Work> GangBackend::alltoall(std::vector<at::Tensor>& ou
                   static_cast<int>(outputs.size()) == getSize(),
               "gang: all_to_all: ", inputs.size(), " inputs and ", outputs.size(),
               " outputs for a group of ", getSize());
-  gang_t* g = gang_for(inputs[0]);
+  Plan plan;
+  gang_t* g = gang_for(inputs[0], plan);
   std::vector<at::Tensor> parts;
   std::vector<size_t> send, recv;
   for (const auto& t : inputs) {
@@ -701,7 +758,6 @@ c10::intrusive_ptr<c10d::Work> GangBackend::alltoall(std::vector<at::Tensor>& ou
   at::Tensor flat = at::empty(
       {static_cast<int64_t>(std::accumulate(recv.begin(), recv.end(), size_t{0}))},
       src.options());
-  Plan plan;
   plan.step([g, src, flat, send, recv](gang_work_t** w) {
     Buffer s = movable(src);
     return gang_all_to_allv(g, s.data, send.data(), send.size(), flat.data_ptr(), recv.data(),
@@ -718,7 +774,7 @@ c10::intrusive_ptr<c10d::Work> GangBackend::send(std::vector<at::Tensor>& tensor
                                                  int tag) {
   Plan plan;
   for (const auto& t : tensors) {
-    gang_t* g = gang_for(t);
+    gang_t* g = gang_for(t, plan);
     at::Tensor buf = flat_in(t);
     plan.step([g, buf, dst, tag](gang_work_t** w) {
       Buffer b = movable(buf);
@@ -732,7 +788,7 @@ c10::intrusive_ptr<c10d::Work> GangBackend::recv(std::vector<at::Tensor>& tensor
                                                  int tag) {
   Plan plan;
   for (const auto& t : tensors) {
-    gang_t* g = gang_for(t);
+    gang_t* g = gang_for(t, plan);
     at::Tensor buf = flat_out(t, plan);
     plan.step([g, buf, src, tag](gang_work_t** w) {
       Buffer b = movable(buf);
@@ -747,7 +803,7 @@ c10::intrusive_ptr<c10d::Work> GangBackend::recvAnysource(std::vector<at::Tensor
   TORCH_CHECK(tensors.size() == 1, "gang: recv from any source takes one tensor, not ",
               tensors.size());
   Plan plan;
-  gang_t* g = gang_for(tensors[0]);
+  gang_t* g = gang_for(tensors[0], plan);
   at::Tensor buf = flat_out(tensors[0], plan);
   auto source = std::make_shared<int>(-1);
   int* slot = source.get();

@@ -2,8 +2,10 @@
 // collectives are gang's, through gang's C ABI.
 //
 // The CPU gang is made with the backend, through the store c10d hands it;
-// every c10d entry point is planned on it (work.h) and issued blocking
-// when c10d says the caller waits (opts.asyncOp false), else asynchronous.
+// every c10d entry point on CPU tensors is planned on it (work.h) and
+// issued blocking when c10d says the caller waits (opts.asyncOp false),
+// else asynchronous. CUDA tensors go to a CUDA gang of their device, made
+// on first use through the same store, in stream order (cuda.h).
 #pragma once
 
 #include <atomic>
@@ -15,6 +17,7 @@
 #include <gang/gang.h>
 #include <torch/csrc/distributed/c10d/Backend.hpp>
 
+#include "cuda.h"
 #include "store.h"
 #include "work.h"
 
@@ -42,6 +45,10 @@ class GangBackend : public c10d::Backend {
   uint64_t getSequenceNumberForGroup() override { return seq_.load(); }
   void abort() override;
   void shutdown() override;
+  // init_process_group(device_id=...): the device's CUDA gang now, before
+  // the program holds the device's streams (its first collective waits
+  // for them).
+  void eagerConnectSingleDevice(at::Device device) override;
 
   c10::intrusive_ptr<c10d::Backend> split(const c10::intrusive_ptr<c10d::Store>& store,
                                           const std::vector<int>& ranks,
@@ -113,12 +120,18 @@ class GangBackend : public c10d::Backend {
   c10::intrusive_ptr<c10d::Work> issue_now(Plan plan, std::vector<at::Tensor> outputs,
                                            bool async_op, c10d::OpType type, const char* name,
                                            std::shared_ptr<int> source = nullptr);
+  c10::intrusive_ptr<c10d::Work> issue_cuda(Plan plan, std::vector<at::Tensor> outputs,
+                                            bool async_op, c10d::OpType type, const char* name);
   void stop(std::chrono::milliseconds grace);
+  // Aborts the CPU gang and every CUDA one.
+  void abort_gangs();
   // Issues step and waits for it (Ctrl-C aborts it: see BlockingCall).
   c10::intrusive_ptr<c10d::Work> allreduce_sparse(std::vector<at::Tensor>& tensors,
                                                   const c10d::AllreduceOptions& opts);
   void run_blocking(const Step& step, const char* name);
-  gang_t* gang_for(const at::Tensor& t);
+  // The gang for t's device (the CPU gang, or its CUDA device's), which
+  // must be every other tensor's of the plan.
+  gang_t* gang_for(const at::Tensor& t, Plan& plan);
   void plan_reduce(Plan& plan, const at::Tensor& t, const c10d::ReduceOp& op, int root);
   void plan_reduce_scatter(Plan& plan, at::Tensor input, const at::Tensor& output,
                            const c10d::ReduceOp& op, std::vector<size_t> counts);
@@ -131,6 +144,7 @@ class GangBackend : public c10d::Backend {
   c10::intrusive_ptr<Options> options_;
   std::string name_;
   std::atomic<uint64_t> seq_{0};
+  std::unique_ptr<CudaSide> cuda_;  // destroyed before the store
   Completer completer_;
   std::mutex orphans_mutex_;
   std::vector<gang_work_t*> orphans_;  // a failed monitored barrier's

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "backend.h"
+#include "cuda.h"
 
 namespace py = pybind11;
 
@@ -138,6 +139,7 @@ PYBIND11_MODULE(_C, m) {
           "gang_address",
           [](const GangBackend& self) { return reinterpret_cast<uintptr_t>(self.gang()); },
           "The address of the CPU gang (gang_t*) behind this backend");
+  m.attr("cuda_built") = gang_torch::cuda_built();
   m.def(
       "shutdown_all",
       [] {

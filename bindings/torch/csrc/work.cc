@@ -3,6 +3,7 @@
 #include <c10/util/Exception.h>
 
 #include "callbacks.h"
+#include "cuda.h"
 #include "errors.h"
 
 namespace gang_torch {
@@ -13,6 +14,9 @@ constexpr int64_t kSlice = 50;
 
 // How long a blocking wait on the signal thread waits between checks.
 constexpr int64_t kSignalSlice = 100;
+
+// How often the completer looks whether a CUDA call ended on its device.
+constexpr int64_t kCudaPollUs = 100;
 
 std::thread::id signal_thread;
 void (*signal_check)() = nullptr;
@@ -76,7 +80,19 @@ c10::intrusive_ptr<GangWork> GangWork::done(int rank, c10d::OpType type, uint64_
   return work;
 }
 
+void GangWork::synchronize() {
+  if (end_) end_->order_current();
+}
+
 bool GangWork::wait(std::chrono::milliseconds timeout) {
+  if (end_) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (exception_) std::rethrow_exception(exception_);
+    }
+    end_->order_current();
+    return true;
+  }
   std::unique_lock<std::mutex> lock(mutex_);
   auto until = std::chrono::steady_clock::now() + timeout;
   bool forever = timeout == kNoTimeout;
@@ -142,6 +158,16 @@ void GangWork::adopt(Plan plan, std::vector<gang_work_t*> works) {
   works_ = std::move(works);
 }
 
+void GangWork::adopt_cuda(Plan plan, std::shared_ptr<StreamEnd> end,
+                          c10::intrusive_ptr<c10::ivalue::Future> future) {
+  plan_ = std::move(plan);
+  end_ = std::move(end);
+  if (future) {
+    future_ = std::move(future);
+    future_completed_ = true;
+  }
+}
+
 bool GangWork::settle(gang_status_t status) {
   if (status == GANG_IN_PROGRESS) return false;
   if (status != GANG_OK && status_ == GANG_OK) {
@@ -152,6 +178,16 @@ bool GangWork::settle(gang_status_t status) {
 }
 
 bool GangWork::poll() {
+  if (end_) {
+    // A CUDA call: done when the device got to its end, failed when its
+    // gang failed first.
+    if (!error_) error_ = gang_failure(gang_, name_);
+    if (error_) {
+      if (status_ == GANG_OK) status_ = GANG_ERR_ABORTED;
+      return true;
+    }
+    return end_->ended();
+  }
   while (ended_ < works_.size()) {
     if (!settle(gang_work_test(works_[ended_]))) return false;
     ++ended_;
@@ -160,6 +196,15 @@ bool GangWork::poll() {
 }
 
 bool GangWork::drive(int64_t wait_ms) {
+  if (end_) {
+    // A CUDA call: polled for the device's end, in short sleeps.
+    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(wait_ms);
+    while (!poll()) {
+      if (wait_ms >= 0 && std::chrono::steady_clock::now() >= until) return false;
+      std::this_thread::sleep_for(std::chrono::microseconds(kCudaPollUs));
+    }
+    return true;
+  }
   while (ended_ < works_.size()) {
     if (!settle(gang_work_wait(works_[ended_], wait_ms))) return false;
     ++ended_;
@@ -182,7 +227,7 @@ void GangWork::finish() {
     std::lock_guard<std::mutex> lock(mutex_);
     completed_ = true;
     exception_ = error;
-    future = future_;
+    if (!future_completed_) future = future_;
   }
   cv_.notify_all();
   if (future) {
@@ -211,15 +256,13 @@ bool Completer::busy() {
   return in_flight_ > 0;
 }
 
-void Completer::stop(std::chrono::milliseconds grace, gang_t* gang) {
+void Completer::stop(std::chrono::milliseconds grace, const std::function<void()>& abort) {
   {
     std::unique_lock<std::mutex> lock(mutex_);
     if (stopping_) return;
     stopping_ = true;
     wake_.notify_one();
-    if (!idle_.wait_for(lock, grace, [this] { return in_flight_ == 0; }) && gang != nullptr) {
-      gang_abort(gang);
-    }
+    if (!idle_.wait_for(lock, grace, [this] { return in_flight_ == 0; }) && abort) abort();
   }
   if (thread_.joinable()) {
     if (thread_.get_id() == std::this_thread::get_id()) {

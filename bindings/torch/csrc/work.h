@@ -55,9 +55,16 @@ void abort_blocking();
 // Issues one gang operation: blocking with nullptr, else returns its work.
 using Step = std::function<gang_status_t(gang_work_t**)>;
 
+// Where a CUDA call ends on its device (cuda.h).
+class StreamEnd;
+
 struct Plan {
   std::vector<Step> steps;
   std::vector<std::function<void()>> after;
+  // Where its tensors are: -1 on the CPU, else the CUDA device (one per
+  // call); `placed` once a tensor said so.
+  int device = -1;
+  bool placed = false;
 
   void step(Step s) { steps.push_back(std::move(s)); }
   void then(std::function<void()> fn) { after.push_back(std::move(fn)); }
@@ -73,8 +80,11 @@ class GangWork : public c10d::Work {
   static c10::intrusive_ptr<GangWork> done(int rank, c10d::OpType type, uint64_t seq,
                                            const char* name, std::vector<at::Tensor> outputs);
 
+  // A CUDA call's wait and synchronize order the caller's current stream
+  // after the call's end and return, as ProcessGroupNCCL's do (with
+  // GANG_TORCH_SYNC=1 the host waits too); a CPU call's wait waits.
   bool wait(std::chrono::milliseconds timeout) override;
-  void synchronize() override {}
+  void synchronize() override;
   std::vector<at::Tensor> result() override { return outputs_; }
   c10::intrusive_ptr<c10::ivalue::Future> getFuture() override;
   uint64_t getSequencenumber() const override { return seq_; }
@@ -83,6 +93,11 @@ class GangWork : public c10d::Work {
 
   // The Completer's side.
   void adopt(Plan plan, std::vector<gang_work_t*> works);
+  // A CUDA call's: its plan (whose steps hold the tensors until the device
+  // is done), where it ends, and its future, already completed in stream
+  // order. gang_ is the device's gang, whose failure fails the work.
+  void adopt_cuda(Plan plan, std::shared_ptr<StreamEnd> end,
+                  c10::intrusive_ptr<c10::ivalue::Future> future);
   bool poll();                // true once every gang work ended
   bool drive(int64_t wait_ms);  // waits up to wait_ms (-1: until the end)
   void finish();              // runs what follows, completes work and future
@@ -102,6 +117,8 @@ class GangWork : public c10d::Work {
   gang_status_t status_ = GANG_OK;
   std::exception_ptr error_;
   c10::intrusive_ptr<c10::ivalue::Future> future_;
+  bool future_completed_ = false;  // a CUDA call's, when it was issued
+  std::shared_ptr<StreamEnd> end_;  // a CUDA call's
   std::shared_ptr<int> source_;
 };
 
@@ -115,8 +132,9 @@ class Completer {
   // Whether works are still in flight.
   bool busy();
   // Takes no more work; waits up to `grace` for what is in flight, then
-  // aborts `gang` (if not null) so that it ends, and ends the thread.
-  void stop(std::chrono::milliseconds grace, gang_t* gang);
+  // calls `abort` (if any: it aborts the gangs so that it ends), and ends
+  // the thread.
+  void stop(std::chrono::milliseconds grace, const std::function<void()>& abort);
 
  private:
   void run();

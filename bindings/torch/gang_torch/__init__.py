@@ -35,7 +35,8 @@ def register() -> None:
     """Registers "gang" with torch.distributed (idempotent)."""
     if NAME.upper() in getattr(dist.Backend, "_plugins", {}):
         return
-    dist.Backend.register_backend(NAME, _create, extended_api=True, devices=["cpu"])
+    devices = ["cpu", "cuda"] if _C.cuda_built else ["cpu"]
+    dist.Backend.register_backend(NAME, _create, extended_api=True, devices=devices)
 
 
 def _name_groups() -> None:
