@@ -147,6 +147,7 @@ struct Op {
   int root;  // or peer
   std::shared_ptr<State> s;
   cudaStream_t stream;
+  bool in_group = false;  // issued between ncclGroupStart and ncclGroupEnd
 };
 
 thread_local int group_depth = 0;
@@ -266,6 +267,9 @@ std::string fault_for(long n) {
   return rank == first_rank.load() && at == n ? kind : "";
 }
 
+// The CPU gang's tag of the strict mode's rendezvous tokens (data: tag 0).
+constexpr int kRendezvousTag = 1;
+
 void fail_state(State& s, ncclResult_t r, const std::string& why) {
   int none = ncclSuccess;
   std::lock_guard<std::mutex> lock(s.last_mu);  // the text with the status
@@ -289,11 +293,24 @@ void run(const std::vector<Op>& ops) {
   }
   bool p2p_open = false;
   gang_status_t st = GANG_OK;
+  // Strict: a send or receive outside a group meets its peer's matching
+  // call before anything moves, as NCCL's waits on the GPU for its peer's:
+  // two ranks that both send to each other first deadlock, as on a GPU
+  // (a group, ncclGroupStart/End, is how an exchange meets).
+  const Op& lone = ops.front();
+  if (strict() && !lone.in_group && (lone.kind == Op::kSend || lone.kind == Op::kRecv) &&
+      lone.root != s.rank) {
+    uint8_t token = 0;
+    st = lone.kind == Op::kSend
+             ? gang_recv(s.gang, &token, 1, GANG_UINT8, lone.root, kRendezvousTag, nullptr)
+             : gang_send(s.gang, &token, 1, GANG_UINT8, lone.root, kRendezvousTag, nullptr);
+  }
   // Messages to itself, matched in order within the group (a CPU gang has
   // no sends to self).
   std::vector<const Op*> to_self;
   size_t self_taken = 0;
   for (const Op& o : ops) {
+    if (st != GANG_OK) break;
     if ((o.kind == Op::kSend || o.kind == Op::kRecv) && o.root == s.rank) {
       if (o.kind == Op::kSend) {
         to_self.push_back(&o);
@@ -393,6 +410,7 @@ thread_local ncclComm_t group_comm = nullptr;  // the (last) communicator of the
 
 ncclResult_t enqueue(ncclComm_t comm, Op op) {
   if (group_depth > 0) {
+    op.in_group = true;
     grouped.push_back(std::move(op));
     group_comm = comm;
     return ncclSuccess;
