@@ -19,6 +19,7 @@ import time
 
 import torch
 import torch.distributed as dist
+import torch.distributed.distributed_c10d as dist_c10d
 
 import gang.torch  # noqa: F401  registers "gang"
 
@@ -360,6 +361,18 @@ def check_p2p():
     for w in dist.batch_isend_irecv(ops):
         w.wait()
     same(got6, make(prv, torch.int64, 6), "batch_isend_irecv")
+    # Other calls coalesced (c10d's manager, as FSDP and pipeline schedules
+    # use it): issued together at the end, the manager's work the group's.
+    x, y = make(RANK, torch.float32, 7), make(RANK, torch.int32, 3)
+    with dist_c10d._coalescing_manager(device=torch.device("cpu"), async_ops=True) as cm:
+        dist.broadcast(x, src=0)
+        dist.broadcast(y, src=SIZE - 1)
+        dist.send(make(RANK + 20, torch.float32, 2), nxt)
+        dist.irecv(got2 := torch.zeros(2), prv)
+    cm.wait()
+    same(x, make(0, torch.float32, 7), "a coalesced broadcast from 0")
+    same(y, make(SIZE - 1, torch.int32, 3), "a coalesced broadcast from the last rank")
+    same(got2, make(prv + 20, torch.float32, 2), "a coalesced send and receive")
     # Receives from any source (dist.recv without src returns the sender),
     # blocking and with irecv: every other rank sends rank 0 two messages.
     if RANK == 0:

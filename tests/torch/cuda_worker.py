@@ -29,6 +29,8 @@ Cases:
            a callback may issue a collective and wait for it
   graph    a step with collectives captured into a CUDA graph, launched
            three times on new inputs
+  ddp      DDP on a model whose steps run no kernel: its buckets' gradients
+           all-reduced in stream order through a comm hook
   lazy     without device_id the device's gang is made by the first call
            (which waits for the device, as NCCL's first collective does);
            tensors of two devices in one call are refused
@@ -117,6 +119,21 @@ def on_device(t, stream=None):
 
 # ---- holding a stream -------------------------------------------------------
 
+def _runtime():
+    """The CUDA runtime torch loaded (the double's, where preloaded), with
+    the graph calls typed."""
+    major = torch.version.cuda.split(".")[0]
+    rt = ctypes.CDLL(f"libcudart.so.{major}", mode=ctypes.RTLD_GLOBAL | os.RTLD_NOLOAD)
+    p, vp = ctypes.POINTER(ctypes.c_void_p), ctypes.c_void_p
+    rt.cudaStreamBeginCapture.argtypes = [vp, ctypes.c_int]
+    rt.cudaStreamEndCapture.argtypes = [vp, p]
+    rt.cudaGraphInstantiate.argtypes = [p, vp, ctypes.c_ulonglong]
+    rt.cudaGraphLaunch.argtypes = [vp, vp]
+    rt.cudaGraphExecDestroy.argtypes = [vp]
+    rt.cudaGraphDestroy.argtypes = [vp]
+    return rt
+
+
 _cudart = None
 _usleep = None
 
@@ -125,7 +142,7 @@ def hold(stream, seconds):
     """Queues a host function on `stream` that sleeps `seconds`."""
     global _cudart, _usleep
     if _cudart is None:
-        _cudart = ctypes.CDLL("libcudart.so.13")  # torch's, already loaded
+        _cudart = _runtime()
         libc = ctypes.CDLL(ctypes.util.find_library("c"))
         _usleep = ctypes.cast(libc.usleep, ctypes.c_void_p)
         _cudart.cudaLaunchHostFunc.argtypes = [ctypes.c_void_p, ctypes.c_void_p,
@@ -213,7 +230,8 @@ def check_collectives(async_op, stream):
                           [RANK * (r + 1):(RANK + 1) * (r + 1)] for r in range(SIZE)])
         same(out, want, f"uneven all_to_all_single {what}")
     # Point to point around the ring, even ranks sending first: NCCL runs
-    # a gang's sends and receives in issue order, one at a time.
+    # a gang's sends and receives in issue order, one at a time, unless
+    # they are coalesced.
     if SIZE > 1:
         x = on_device(make(RANK, torch.float32), stream)
         got = torch.empty(6, dtype=torch.float32, device=device())
@@ -223,6 +241,19 @@ def check_collectives(async_op, stream):
             for post in ((send, recv) if RANK % 2 == 0 else (recv, send)):
                 post().wait()
             same(got, make((RANK - 1) % SIZE, torch.float32), f"send/recv {what}")
+        # Every rank sends first, in one batch: it meets only coalesced.
+        x = on_device(make(RANK, torch.float64) * 2, stream)
+        got = torch.empty(6, dtype=torch.float64, device=device())
+        with ctx:
+            ops = [dist.P2POp(dist.isend, x, (RANK + 1) % SIZE),
+                   dist.P2POp(dist.irecv, got, (RANK - 1) % SIZE)]
+            reqs = dist.batch_isend_irecv(ops)
+            if async_op:
+                for req in reqs:
+                    req.wait()
+            else:
+                reqs[-1].wait()
+            same(got, make((RANK - 1) % SIZE, torch.float64) * 2, f"batch_isend_irecv {what}")
 
 
 def case_ops():
@@ -343,20 +374,6 @@ def case_lazy():
     print(f"cuda lazy: rank {RANK}/{SIZE}: ok", flush=True)
 
 
-def _runtime():
-    """The CUDA runtime torch loaded (the double's, where preloaded), with
-    the graph calls typed."""
-    rt = ctypes.CDLL("libcudart.so.13")
-    p, vp = ctypes.POINTER(ctypes.c_void_p), ctypes.c_void_p
-    rt.cudaStreamBeginCapture.argtypes = [vp, ctypes.c_int]
-    rt.cudaStreamEndCapture.argtypes = [vp, p]
-    rt.cudaGraphInstantiate.argtypes = [p, vp, ctypes.c_ulonglong]
-    rt.cudaGraphLaunch.argtypes = [vp, vp]
-    rt.cudaGraphExecDestroy.argtypes = [vp]
-    rt.cudaGraphDestroy.argtypes = [vp]
-    return rt
-
-
 def case_graph():
     """A step captured into a CUDA graph (the runtime's capture, on a side
     stream, as torch.cuda.graph does it) with a blocking and an async
@@ -391,6 +408,50 @@ def case_graph():
     rt.cudaGraphDestroy(graph)
     dist.destroy_process_group()
     print(f"cuda graph: rank {RANK}/{SIZE}: ok", flush=True)
+
+
+class _Copies(torch.nn.Module):
+    """A model whose forward and backward run no kernel: its output is a
+    copy of its parameter (a device-to-device copy), and a copy's backward
+    passes the gradient through."""
+
+    def __init__(self, n):
+        super().__init__()
+        self.p = torch.nn.Parameter(on_device(torch.arange(n, dtype=torch.float32)))
+        torch.cuda.synchronize()
+
+    def forward(self, x):
+        del x
+        return self.p.clone()
+
+
+def case_ddp():
+    """DDP on CUDA tensors: its parameter broadcast and shape check at
+    construction, its reducer's buckets all-reduced through a comm hook
+    (the default one divides by the world size, a kernel), every step's
+    gradient the sum of every rank's. On the double nothing else can run
+    (no kernels), so the model is a copy of its parameter and the loss's
+    gradient is given; on a GPU it is the same program."""
+    from torch.nn.parallel import DistributedDataParallel as DDP
+    init(device_id=device())
+    n = 1000
+    model = DDP(_Copies(n), device_ids=[device()], bucket_cap_mb=0.001,
+                gradient_as_bucket_view=True)
+
+    def summed(state, bucket):
+        return dist.all_reduce(bucket.buffer(), async_op=True).get_future().then(
+            lambda f: f.value()[0])
+
+    model.register_comm_hook(None, summed)
+    for step in range(3):
+        out = model(torch.empty(1, device=device()))
+        grad = on_device(torch.full((n,), float(RANK + 1 + 10 * step)))
+        out.backward(grad)
+        want = torch.full((n,), float(sum(r + 1 + 10 * step for r in range(SIZE))))
+        same(model.module.p.grad, want, f"step {step}: the reduced gradient")
+        model.module.p.grad = None
+    dist.destroy_process_group()
+    print(f"cuda ddp: rank {RANK}/{SIZE}: ok", flush=True)
 
 
 def case_failure():

@@ -45,6 +45,7 @@ socket transport):
   cuda_sync     GANG_TORCH_SYNC=1: the call waits for the device (2)
   cuda_future   CUDA-aware futures; a callback's own collective (2)
   cuda_graph    collectives captured into a CUDA graph, launched 3 times (2)
+  cuda_ddp      DDP's buckets all-reduced through a comm hook (2)
   cuda_lazy     the device's gang made by the first call; subgroups;
                 tensors of two devices refused (2)
   cuda_failure  a rank killed: DistBackendError on the others (3)
@@ -87,6 +88,7 @@ CASES = [
     ("cuda_sync", (2,), {"GANG_TORCH_SYNC": "1"}),
     ("cuda_future", (2,), {}),
     ("cuda_graph", (2,), {}),
+    ("cuda_ddp", (2,), {}),
     ("cuda_lazy", (2,), {}),
     ("cuda_failure", (3,), {}),
 ]

@@ -179,6 +179,7 @@ c10::intrusive_ptr<c10d::Work> GangBackend::issue_now(Plan plan, std::vector<at:
                                                       bool async_op, c10d::OpType type,
                                                       const char* name,
                                                       std::shared_ptr<int> source) {
+  if (coalescing_) return coalesce(std::move(plan), std::move(outputs), type, name);
   if (plan.device >= 0) return issue_cuda(std::move(plan), std::move(outputs), async_op, type, name);
   uint64_t seq = ++seq_;
   if (!async_op || sync_mode() || plan.steps.empty()) {
@@ -197,12 +198,12 @@ c10::intrusive_ptr<c10d::Work> GangBackend::issue_now(Plan plan, std::vector<at:
   for (auto& s : plan.steps) {
     gang_work_t* w = nullptr;
     gang_status_t status = s(&w);
+    if (w != nullptr) works.push_back(w);  // a failed group's, which still runs
     if (status != GANG_OK) {
       error = error_of(status, name);
       failed = status;
       break;
     }
-    works.push_back(w);
   }
   work->adopt(std::move(plan), std::move(works));
   if (failed != GANG_OK) {
@@ -231,6 +232,7 @@ c10::intrusive_ptr<c10d::Work> GangBackend::issue_cuda(Plan plan, std::vector<at
   if (issued.captured) {
     work->finish();  // the graph's launches run it
   } else if (sync_mode()) {
+    end->synchronize();
     work->drive(-1);
     work->finish();
   } else {
@@ -239,6 +241,59 @@ c10::intrusive_ptr<c10d::Work> GangBackend::issue_cuda(Plan plan, std::vector<at
   if (issued.error) std::rethrow_exception(issued.error);
   if (!async_op) end->order_current();
   return work;
+}
+
+// ---- coalescing ------------------------------------------------------------
+
+void GangBackend::startCoalescing() {
+  TORCH_CHECK(!coalescing_, "gang: startCoalescing while the group coalesces already");
+  coalescing_ = true;
+  coalesced_ = Plan();
+  coalesced_outputs_.clear();
+}
+
+c10::intrusive_ptr<c10d::Work> GangBackend::coalesce(Plan plan, std::vector<at::Tensor> outputs,
+                                                     c10d::OpType type, const char* name) {
+  if (plan.placed && coalesced_.placed && plan.device != coalesced_.device) {
+    refuse(std::string("coalesced calls take tensors of one device: ") +
+           (coalesced_.device < 0 ? std::string("cpu") : "cuda:" + std::to_string(coalesced_.device)) +
+           " and " + (plan.device < 0 ? std::string("cpu") : "cuda:" + std::to_string(plan.device)));
+  }
+  if (plan.placed) {
+    coalesced_.placed = true;
+    coalesced_.device = plan.device;
+  }
+  for (auto& s : plan.steps) coalesced_.step(std::move(s));
+  for (auto& fn : plan.after) coalesced_.then(std::move(fn));
+  coalesced_outputs_.insert(coalesced_outputs_.end(), outputs.begin(), outputs.end());
+  return GangWork::done(getRank(), type, ++seq_, name, std::move(outputs));
+}
+
+c10::intrusive_ptr<c10d::Work> GangBackend::endCoalescing() {
+  TORCH_CHECK(coalescing_, "gang: endCoalescing without startCoalescing");
+  coalescing_ = false;
+  Plan plan = std::move(coalesced_);
+  coalesced_ = Plan();
+  std::vector<at::Tensor> outputs = std::move(coalesced_outputs_);
+  coalesced_outputs_.clear();
+  if (!plan.steps.empty()) {
+    gang_t* g = plan.device < 0 ? gang_ : cuda_->gang(plan.device);
+    std::vector<Step> steps = std::move(plan.steps);
+    plan.steps.clear();
+    plan.step([g, steps](gang_work_t** w) {
+      gang_status_t status = gang_group_start(g);
+      if (status != GANG_OK) return status;
+      for (const auto& s : steps) {
+        status = s(nullptr);
+        if (status != GANG_OK) break;
+      }
+      // Closed whatever happened: the thread's group must not stay open.
+      const gang_status_t end = gang_group_end(g, w);
+      return status != GANG_OK ? status : end;
+    });
+  }
+  return issue_now(std::move(plan), std::move(outputs), true, c10d::OpType::COALESCED,
+                   "coalesced");
 }
 
 void GangBackend::run_blocking(const Step& step, const char* name) {
@@ -315,7 +370,7 @@ void GangBackend::plan_reduce(Plan& plan, const at::Tensor& t, const c10d::Reduc
 c10::intrusive_ptr<c10d::Work> GangBackend::allreduce(std::vector<at::Tensor>& tensors,
                                                       const c10d::AllreduceOptions& opts) {
   if (!tensors.empty() && tensors[0].is_sparse()) return allreduce_sparse(tensors, opts);
-  if (tensors.size() == 1 && (!opts.asyncOp || sync_mode())) {
+  if (tensors.size() == 1 && (!opts.asyncOp || sync_mode()) && !coalescing_) {
     // The common blocking call, planned by hand: one contiguous CPU tensor
     // of a dtype gang reduces, with an op gang runs as it is.
     const at::Tensor& t = tensors[0];
@@ -351,6 +406,7 @@ c10::intrusive_ptr<c10d::Work> GangBackend::allreduce_sparse(std::vector<at::Ten
   if (opts.reduceOp.op_ != c10d::ReduceOp::SUM) {
     refuse("all_reduce of sparse tensors sums only (as gloo's); the op given is not SUM");
   }
+  if (coalescing_) refuse("all_reduce of sparse tensors cannot be coalesced");
   uint64_t seq = ++seq_;
   for (auto& t : tensors) {
     TORCH_CHECK(t.is_sparse(), "gang: all_reduce: sparse and dense tensors in one call");

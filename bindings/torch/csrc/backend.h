@@ -40,6 +40,14 @@ class GangBackend : public c10d::Backend {
   const std::string getBackendName() const override { return "gang"; }
   c10::intrusive_ptr<Options> getBackendOptions() { return options_; }
   bool supportsSplitting() const override { return true; }
+  // The calls between startCoalescing and endCoalescing (c10d's
+  // _coalescing_manager: batch_isend_irecv) are issued at the end, together,
+  // as one gang group: an exchange whose sends and receives meet only when
+  // posted together (NCCL's) completes. Each call returns a Work that is
+  // done at once; endCoalescing's is the group's.
+  bool supportsCoalescing() const override { return true; }
+  void startCoalescing() override;
+  c10::intrusive_ptr<c10d::Work> endCoalescing() override;
   void setTimeout(std::chrono::milliseconds timeout);
   void setSequenceNumberForGroup() override {}
   uint64_t getSequenceNumberForGroup() override { return seq_.load(); }
@@ -120,6 +128,9 @@ class GangBackend : public c10d::Backend {
   c10::intrusive_ptr<c10d::Work> issue_now(Plan plan, std::vector<at::Tensor> outputs,
                                            bool async_op, c10d::OpType type, const char* name,
                                            std::shared_ptr<int> source = nullptr);
+  // A call made while coalescing: its plan joins the group's.
+  c10::intrusive_ptr<c10d::Work> coalesce(Plan plan, std::vector<at::Tensor> outputs,
+                                          c10d::OpType type, const char* name);
   c10::intrusive_ptr<c10d::Work> issue_cuda(Plan plan, std::vector<at::Tensor> outputs,
                                             bool async_op, c10d::OpType type, const char* name);
   void stop(std::chrono::milliseconds grace);
@@ -145,6 +156,9 @@ class GangBackend : public c10d::Backend {
   std::string name_;
   std::atomic<uint64_t> seq_{0};
   std::unique_ptr<CudaSide> cuda_;  // destroyed before the store
+  bool coalescing_ = false;
+  Plan coalesced_;  // the calls since startCoalescing
+  std::vector<at::Tensor> coalesced_outputs_;
   Completer completer_;
   std::mutex orphans_mutex_;
   std::vector<gang_work_t*> orphans_;  // a failed monitored barrier's

@@ -110,9 +110,21 @@ std::exception_ptr gang_failure(gang_t* gang, const char* what) {
 }
 
 CudaSide::Device& CudaSide::device(int index) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  auto& slot = devices_[index];
-  if (slot) return *slot;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = devices_.find(index);
+    if (it != devices_.end()) return *it->second;
+  }
+  // Made under a lock of its own: an abort meanwhile (mutex_) need not
+  // wait for the peers.
+  std::lock_guard<std::mutex> making(create_mutex_);
+  size_t made;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = devices_.find(index);
+    if (it != devices_.end()) return *it->second;
+    made = devices_.size();
+  }
   if (store_ == nullptr) {
     refuse("this process group runs on a gang made with gang's own API (as_process_group, "
            "shrink), which takes CPU tensors; for CUDA tensors make the group with "
@@ -123,7 +135,7 @@ CudaSide::Device& CudaSide::device(int index) {
       c10::cuda::getStreamFromPool(/*isHighPriority=*/false, static_cast<c10::DeviceIndex>(index)));
   // Named in the order the group's CUDA gangs are made, which is every
   // rank's (each rank's device index is its own).
-  const std::string name = gang_name_ + ".cuda" + std::to_string(devices_.size() - 1);
+  const std::string name = gang_name_ + ".cuda" + std::to_string(made);
   gang_options_t options;
   gang_options_init(&options);
   options.backend = "nccl";
@@ -144,8 +156,10 @@ CudaSide::Device& CudaSide::device(int index) {
     gang_destroy(d->gang);
     std::rethrow_exception(error);
   }
-  slot = std::move(d);
-  return *slot;
+  std::lock_guard<std::mutex> lock(mutex_);
+  Device& device = *d;
+  devices_[index] = std::move(d);
+  return device;
 }
 
 gang_t* CudaSide::gang(int index) { return device(index).gang; }

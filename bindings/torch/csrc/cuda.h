@@ -11,6 +11,7 @@
 // CUDA tensors.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <exception>
 #include <map>
@@ -89,9 +90,10 @@ class CudaSide {
 
   std::shared_ptr<StoreHandle> store_;
   const int rank_, size_;
-  int64_t timeout_ms_;
+  std::atomic<int64_t> timeout_ms_;
   const std::string gang_name_;
-  std::mutex mutex_;  // guards devices_ (and a device's creation)
+  std::mutex create_mutex_;  // one device's gang made at a time
+  std::mutex mutex_;         // guards devices_
   std::map<int, std::unique_ptr<Device>> devices_;
 };
 

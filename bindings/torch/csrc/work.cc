@@ -15,8 +15,10 @@ constexpr int64_t kSlice = 50;
 // How long a blocking wait on the signal thread waits between checks.
 constexpr int64_t kSignalSlice = 100;
 
-// How often the completer looks whether a CUDA call ended on its device.
-constexpr int64_t kCudaPollUs = 100;
+// How often the completer looks whether a CUDA call ended on its device:
+// it only releases the call's tensors and finds failures (is_completed()
+// asks the device itself).
+constexpr int64_t kCudaPollUs = 1000;
 
 std::thread::id signal_thread;
 void (*signal_check)() = nullptr;
@@ -82,6 +84,14 @@ c10::intrusive_ptr<GangWork> GangWork::done(int rank, c10d::OpType type, uint64_
 
 void GangWork::synchronize() {
   if (end_) end_->order_current();
+}
+
+bool GangWork::isCompleted() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (completed_ || !end_) return completed_;
+  }
+  return end_->ended() && !gang_failure(gang_, name_);
 }
 
 bool GangWork::wait(std::chrono::milliseconds timeout) {

@@ -85,6 +85,9 @@ class GangWork : public c10d::Work {
   // GANG_TORCH_SYNC=1 the host waits too); a CPU call's wait waits.
   bool wait(std::chrono::milliseconds timeout) override;
   void synchronize() override;
+  // A CUDA call's: whether the device got to its end, asked of the device
+  // (the completer learns it within a millisecond).
+  bool isCompleted() override;
   std::vector<at::Tensor> result() override { return outputs_; }
   c10::intrusive_ptr<c10::ivalue::Future> getFuture() override;
   uint64_t getSequencenumber() const override { return seq_; }
