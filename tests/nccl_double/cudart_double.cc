@@ -160,9 +160,11 @@ struct EventMarks {
 
 struct CUevent_st {
   int device = 0;
-  bool in_capture = false;  // last recorded on a capturing stream
-  CUstream_st* capture = nullptr;      // then: that capture's origin
-  CUstream_st* recorded_on = nullptr;  // and the stream
+  // The origin of the capture it was last recorded in (null: outside any),
+  // and the stream it was recorded on.
+  CUstream_st* capture = nullptr;
+  CUstream_st* recorded_on = nullptr;
+  bool in_capture() const { return capture != nullptr; }
   std::shared_ptr<EventMarks> m = std::make_shared<EventMarks>();
 };
 
@@ -448,7 +450,6 @@ cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s) {
     n = ++m->recorded;
   }
   e->capture = capture_of(q);
-  e->in_capture = e->capture != nullptr;
   e->recorded_on = q;
   q->push([m, n] { m->reach(n); });
   return cudaSuccess;
@@ -457,7 +458,7 @@ cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s) {
 cudaError_t cudaEventQuery(cudaEvent_t e) {
   if (e == nullptr) return fail(cudaErrorInvalidValue);
   check_device("cudaEventQuery", e->device);
-  if (e->in_capture) return fail(cudaErrorStreamCaptureUnsupported);
+  if (e->in_capture()) return fail(cudaErrorStreamCaptureUnsupported);
   std::lock_guard<std::mutex> lock(e->m->mu);
   return e->m->reached >= e->m->recorded ? cudaSuccess : cudaErrorNotReady;
 }
@@ -465,7 +466,7 @@ cudaError_t cudaEventQuery(cudaEvent_t e) {
 cudaError_t cudaEventSynchronize(cudaEvent_t e) {
   if (e == nullptr) return fail(cudaErrorInvalidValue);
   check_device("cudaEventSynchronize", e->device);
-  if (e->in_capture) return fail(cudaErrorStreamCaptureUnsupported);
+  if (e->in_capture()) return fail(cudaErrorStreamCaptureUnsupported);
   uint64_t n;
   {
     std::lock_guard<std::mutex> lock(e->m->mu);
@@ -486,12 +487,12 @@ cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned int) {
                        q->device, e->device);
   }
   CUstream_st* in = capture_of(q);
-  if (in != nullptr && !e->in_capture) {
+  if (in != nullptr && !e->in_capture()) {
     // An event recorded outside the capture cannot order a captured stream.
     break_capture(q);
     return fail(cudaErrorStreamCaptureUnsupported);
   }
-  if (e->in_capture && in == nullptr) {
+  if (e->in_capture() && in == nullptr) {
     // Waiting for an event recorded in a capture joins it.
     {
       std::lock_guard<std::mutex> lock(q->mu);
@@ -502,10 +503,10 @@ cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned int) {
     }
     std::lock_guard<std::mutex> lock(e->capture->mu);
     e->capture->joined.push_back(q);
-  } else if (e->in_capture && in != e->capture) {
+  } else if (e->in_capture() && in != e->capture) {
     break_capture(q);  // an event of another capture
     return fail(cudaErrorStreamCaptureIsolation);
-  } else if (e->in_capture && q == in && e->recorded_on != q) {
+  } else if (e->in_capture() && q == in && e->recorded_on != q) {
     // The origin waits for a joined stream: joined back, so far.
     std::lock_guard<std::mutex> lock(e->recorded_on->mu);
     e->recorded_on->unjoined = false;

@@ -47,6 +47,9 @@ import torch
 import torch.distributed as dist
 
 import gang.torch  # noqa: F401  registers "gang"
+from backend_worker import check, fail, reduce_all  # the CPU cases' own
+from backend_worker import make as cpu_make
+from backend_worker import same as cpu_same
 
 RANK = int(os.environ["RANK"])
 SIZE = int(os.environ["WORLD_SIZE"])
@@ -57,21 +60,9 @@ HOLD_S = 1.0
 QUICK_S = 0.4
 
 
-def fail(what):
-    print(f"FAIL rank {RANK}: {what}", flush=True)
-    os._exit(1)
-
-
-def check(cond, what):
-    if not cond:
-        fail(what)
-
-
 def same(got, want, what):
-    got = got.cpu()
-    if got.dtype != want.dtype or got.shape != want.shape or not torch.equal(got, want):
-        fail(f"{what}: got {got.dtype} {tuple(got.shape)} {got.flatten()[:8].tolist()}, "
-             f"want {want.dtype} {tuple(want.shape)} {want.flatten()[:8].tolist()}")
+    """got (on the device) equals want, exactly."""
+    cpu_same(got.cpu(), want, what)
 
 
 def device():
@@ -84,25 +75,8 @@ def init(**kwargs):
 
 
 def make(r, dtype, n=6):
-    """Rank r's input, small values (1..3): sums and products of 4 ranks
-    are exact in every dtype."""
-    base = (torch.arange(n, dtype=torch.int64) * (r + 1) + r) % 3 + 1
-    return base.to(dtype)
-
-
-def reduce_all(inputs, op):
-    wide = torch.stack([t.double() for t in inputs])
-    if op == dist.ReduceOp.SUM:
-        out = wide.sum(0)
-    elif op == dist.ReduceOp.PRODUCT:
-        out = wide.prod(0)
-    elif op == dist.ReduceOp.MIN:
-        out = wide.min(0).values
-    elif op == dist.ReduceOp.MAX:
-        out = wide.max(0).values
-    else:
-        out = wide.mean(0)
-    return out.to(inputs[0].dtype)
+    """Rank r's input (backend_worker's, 6 elements by default)."""
+    return cpu_make(r, dtype, n)
 
 
 def on_device(t, stream=None):

@@ -50,6 +50,7 @@ socket transport):
                 tensors of two devices refused (2)
   cuda_failure  a rank killed: DistBackendError on the others (3)
 """
+import functools
 import os
 import socket
 import subprocess
@@ -116,6 +117,7 @@ def cuda_env(rank, size):
     return env
 
 
+@functools.lru_cache(maxsize=None)
 def gpu_count():
     try:
         out = subprocess.run(["nvidia-smi", "-L"], stdout=subprocess.PIPE,

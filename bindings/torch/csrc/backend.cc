@@ -47,20 +47,6 @@ std::set<GangBackend*>& live() {
 
 int64_t millis(std::chrono::milliseconds t) { return t.count() > 0 ? t.count() : 600000; }
 
-gang_t* create_gang(gang_store_t* store, int rank, int size, int64_t timeout_ms,
-                    const std::string& name) {
-  gang_options_t options;
-  gang_options_init(&options);
-  options.rank = rank;
-  options.size = size;
-  options.store = store;
-  options.timeout_ms = timeout_ms;
-  options.name = name.c_str();
-  gang_t* gang = nullptr;
-  check(gang_create(&options, &gang), "creating the process group's gang");
-  return gang;
-}
-
 // Options::group_name, where this torch has it (not 2.8).
 template <typename O, typename = void>
 struct has_group_name : std::false_type {};
@@ -83,6 +69,11 @@ std::string options_name(const O& options) {
 
 std::string gang_name(const std::string& group_name) { return "torch.pg" + group_name; }
 
+// A plan's device as torch writes it.
+std::string device_name(int device) {
+  return device == Plan::kCpu ? std::string("cpu") : "cuda:" + std::to_string(device);
+}
+
 
 }  // namespace
 
@@ -94,7 +85,7 @@ GangBackend::GangBackend(const c10::intrusive_ptr<c10d::Store>& store, int rank,
       name_(std::move(group_name)),
       completer_(name_) {
   name_options(*options_, name_);
-  gang_ = create_gang(store_->get(), rank, size, millis(timeout), gang_name(name_));
+  gang_ = meet(*store_, rank, size, millis(timeout), gang_name(name_));
   cuda_ = std::make_unique<CudaSide>(store_, rank, size, millis(timeout), gang_name(name_));
   std::lock_guard<std::mutex> lock(live_mutex());
   live().insert(this);
@@ -217,9 +208,10 @@ c10::intrusive_ptr<c10d::Work> GangBackend::issue_now(Plan plan, std::vector<at:
 
 // In stream order (cuda.h): the call returns once its operations are
 // enqueued; a blocking one has the caller's current stream wait for them.
-// The completer watches gang's works until the device is done, holding
-// the call's tensors until then, and completes the Work (is_completed,
-// exception). GANG_TORCH_SYNC=1: the host waits here.
+// The completer watches the call's end event until the device is done,
+// holding the call's tensors until then, and completes the Work (its
+// exception, if the device's gang failed). GANG_TORCH_SYNC=1: the host
+// waits here.
 c10::intrusive_ptr<c10d::Work> GangBackend::issue_cuda(Plan plan, std::vector<at::Tensor> outputs,
                                                        bool async_op, c10d::OpType type,
                                                        const char* name) {
@@ -228,8 +220,9 @@ c10::intrusive_ptr<c10d::Work> GangBackend::issue_cuda(Plan plan, std::vector<at
   CudaIssued issued = cuda_->issue(device, plan, outputs, name);
   auto work = c10::make_intrusive<GangWork>(getRank(), type, seq, name, outputs, issued.gang);
   std::shared_ptr<StreamEnd> end = issued.end;
+  const bool captured = !issued.future;
   work->adopt_cuda(std::move(plan), end, std::move(issued.future));
-  if (issued.captured) {
+  if (captured) {
     work->finish();  // the graph's launches run it
   } else if (sync_mode()) {
     end->synchronize();
@@ -254,13 +247,11 @@ void GangBackend::startCoalescing() {
 
 c10::intrusive_ptr<c10d::Work> GangBackend::coalesce(Plan plan, std::vector<at::Tensor> outputs,
                                                      c10d::OpType type, const char* name) {
-  if (plan.placed && coalesced_.placed && plan.device != coalesced_.device) {
-    refuse(std::string("coalesced calls take tensors of one device: ") +
-           (coalesced_.device < 0 ? std::string("cpu") : "cuda:" + std::to_string(coalesced_.device)) +
-           " and " + (plan.device < 0 ? std::string("cpu") : "cuda:" + std::to_string(plan.device)));
-  }
-  if (plan.placed) {
-    coalesced_.placed = true;
+  if (plan.device != Plan::kUnplaced) {
+    if (coalesced_.device != Plan::kUnplaced && coalesced_.device != plan.device) {
+      refuse("coalesced calls take tensors of one device: " + device_name(coalesced_.device) +
+             " and " + device_name(plan.device));
+    }
     coalesced_.device = plan.device;
   }
   for (auto& s : plan.steps) coalesced_.step(std::move(s));
@@ -320,15 +311,13 @@ gang_t* GangBackend::gang_for(const at::Tensor& t, Plan& plan) {
   if (!t.device().is_cpu() && !t.device().is_cuda()) {
     refuse(std::string("tensors on ") + t.device().str() + " are not supported (CPU and CUDA)");
   }
-  const int device = t.device().is_cpu() ? -1 : t.device().index();
-  if (plan.placed && plan.device != device) {
-    refuse(std::string("one call takes tensors of one device: ") +
-           (plan.device < 0 ? std::string("cpu") : "cuda:" + std::to_string(plan.device)) +
-           " and " + t.device().str());
+  const int device = t.device().is_cpu() ? Plan::kCpu : t.device().index();
+  if (plan.device != Plan::kUnplaced && plan.device != device) {
+    refuse("one call takes tensors of one device: " + device_name(plan.device) + " and " +
+           device_name(device));
   }
-  plan.placed = true;
   plan.device = device;
-  return device < 0 ? gang_ : cuda_->gang(device);
+  return device == Plan::kCpu ? gang_ : cuda_->gang(device);
 }
 
 // ---- reductions ----------------------------------------------------------

@@ -136,17 +136,7 @@ CudaSide::Device& CudaSide::device(int index) {
   // Named in the order the group's CUDA gangs are made, which is every
   // rank's (each rank's device index is its own).
   const std::string name = gang_name_ + ".cuda" + std::to_string(made);
-  gang_options_t options;
-  gang_options_init(&options);
-  options.backend = "nccl";
-  options.device_type = GANG_DEVICE_CUDA;
-  options.device_index = index;
-  options.rank = rank_;
-  options.size = size_;
-  options.store = store_->get();
-  options.timeout_ms = timeout_ms_;
-  options.name = name.c_str();
-  check(gang_create(&options, &d->gang), "creating the process group's CUDA gang");
+  d->gang = meet(*store_, rank_, size_, timeout_ms_, name, index);
   gang_status_t status = gang_set_cuda_stream(d->gang, d->stream.stream());
   // A blocking call returns once its operation is on the gang's stream;
   // the backend's completer watches the call's end event.
@@ -177,7 +167,6 @@ CudaIssued CudaSide::issue(int index, Plan& plan, const std::vector<at::Tensor>&
   ready.block(d.stream);
   CudaIssued out;
   out.gang = d.gang;
-  out.captured = captured;
   auto end = std::make_shared<EventEnd>(index);
   {
     c10::cuda::CUDAStreamGuard on_gang_stream(d.stream);

@@ -52,9 +52,9 @@ std::exception_ptr gang_failure(gang_t* gang, const char* what);
 // What a CUDA call left behind it.
 struct CudaIssued {
   gang_t* gang = nullptr;  // the device's
-  bool captured = false;   // into a CUDA graph: nothing to watch
   std::shared_ptr<StreamEnd> end;
-  c10::intrusive_ptr<c10::ivalue::Future> future;  // null inside a graph capture
+  // Null when captured into a CUDA graph: nothing to watch.
+  c10::intrusive_ptr<c10::ivalue::Future> future;
   std::exception_ptr error;  // a step that failed (those before it were issued)
 };
 

@@ -136,4 +136,24 @@ StoreHandle::StoreHandle(c10::intrusive_ptr<c10d::Store> store, int64_t timeout_
 
 StoreHandle::~StoreHandle() { gang_store_destroy(handle_); }
 
+gang_t* meet(const StoreHandle& store, int rank, int size, int64_t timeout_ms,
+             const std::string& name, int cuda_device) {
+  gang_options_t options;
+  gang_options_init(&options);
+  options.rank = rank;
+  options.size = size;
+  options.store = store.get();
+  options.timeout_ms = timeout_ms;
+  options.name = name.c_str();
+  if (cuda_device >= 0) {
+    options.backend = "nccl";
+    options.device_type = GANG_DEVICE_CUDA;
+    options.device_index = cuda_device;
+  }
+  gang_t* gang = nullptr;
+  check(gang_create(&options, &gang), cuda_device >= 0 ? "creating the process group's CUDA gang"
+                                                       : "creating the process group's gang");
+  return gang;
+}
+
 }  // namespace gang_torch

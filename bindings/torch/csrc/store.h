@@ -4,6 +4,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 
 #include <gang/gang.h>
 #include <torch/csrc/distributed/c10d/Store.hpp>
@@ -24,5 +25,11 @@ class StoreHandle {
  private:
   gang_store_t* handle_ = nullptr;
 };
+
+// A gang of the process group, met through `store` (collective): on the
+// CPU, or on CUDA device `cuda_device` (gang's NCCL backend). Throws as
+// errors.h does.
+gang_t* meet(const StoreHandle& store, int rank, int size, int64_t timeout_ms,
+             const std::string& name, int cuda_device = -1);
 
 }  // namespace gang_torch

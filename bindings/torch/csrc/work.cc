@@ -192,11 +192,7 @@ bool GangWork::poll() {
     // A CUDA call: done when the device got to its end, failed when its
     // gang failed first.
     if (!error_) error_ = gang_failure(gang_, name_);
-    if (error_) {
-      if (status_ == GANG_OK) status_ = GANG_ERR_ABORTED;
-      return true;
-    }
-    return end_->ended();
+    return error_ || end_->ended();
   }
   while (ended_ < works_.size()) {
     if (!settle(gang_work_test(works_[ended_]))) return false;

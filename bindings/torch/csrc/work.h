@@ -61,10 +61,11 @@ class StreamEnd;
 struct Plan {
   std::vector<Step> steps;
   std::vector<std::function<void()>> after;
-  // Where its tensors are: -1 on the CPU, else the CUDA device (one per
-  // call); `placed` once a tensor said so.
-  int device = -1;
-  bool placed = false;
+  // Where its tensors are: kCpu, a CUDA device (one per call), or
+  // kUnplaced until a tensor says.
+  static constexpr int kCpu = -1;
+  static constexpr int kUnplaced = -2;
+  int device = kUnplaced;
 
   void step(Step s) { steps.push_back(std::move(s)); }
   void then(std::function<void()> fn) { after.push_back(std::move(fn)); }
