@@ -6,7 +6,9 @@
  * calls' times (over TCP, a few calls of milliseconds would swamp the mean).
  * With GANG_BENCH_FAKE set it times a fake gang of 2 instead (one process,
  * no traffic): the cost of the call itself. GANG_BENCH_BACKEND names the
- * backend (default: auto).
+ * backend (default: auto); GANG_BENCH_COLL=all_gather, reduce_scatter,
+ * broadcast (from rank 0) or barrier times that collective of one double a
+ * rank instead (all_reduce: the default).
  *
  *   overhead_c [iterations [warmup]]
  */
@@ -14,6 +16,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include <gang/gang.h>
@@ -29,6 +32,19 @@ static int by_value(const void* a, const void* b) {
   return (x > y) - (x < y);
 }
 
+/* The timed call: GANG_BENCH_COLL's collective of one double a rank. */
+static gang_status_t call(gang_t* g, const char* coll, double* x, double* all) {
+  if (coll == NULL || strcmp(coll, "all_reduce") == 0) {
+    return gang_all_reduce(g, x, x, 1, GANG_FLOAT64, GANG_SUM, NULL);
+  }
+  if (strcmp(coll, "all_gather") == 0) return gang_all_gather(g, x, all, 1, GANG_FLOAT64, NULL);
+  if (strcmp(coll, "reduce_scatter") == 0) {
+    return gang_reduce_scatter(g, all, x, 1, GANG_FLOAT64, GANG_SUM, NULL);
+  }
+  if (strcmp(coll, "broadcast") == 0) return gang_broadcast(g, x, 1, GANG_FLOAT64, 0, NULL);
+  return gang_barrier(g, NULL);
+}
+
 static void check(gang_status_t status) {
   if (status != GANG_OK) {
     fprintf(stderr, "overhead_c: %s\n", gang_last_error());
@@ -41,7 +57,8 @@ int main(int argc, char** argv) {
   int warmup = argc > 2 ? atoi(argv[2]) : 200;
   gang_options_t options;
   gang_t* g = NULL;
-  double x = 1.0;
+  double x = 1.0, all[1024] = {0};
+  const char* coll = getenv("GANG_BENCH_COLL");
   double start, elapsed;
   int i;
 
@@ -51,15 +68,25 @@ int main(int argc, char** argv) {
     check(gang_create_fake(0, 2, &g));
   else
     check(gang_create(&options, &g));
+  if (coll != NULL && strcmp(coll, "all_reduce") != 0 && strcmp(coll, "all_gather") != 0 &&
+      strcmp(coll, "reduce_scatter") != 0 && strcmp(coll, "broadcast") != 0 &&
+      strcmp(coll, "barrier") != 0) {
+    fprintf(stderr, "overhead_c: GANG_BENCH_COLL=%s is not one it times\n", coll);
+    return 1;
+  }
+  if (coll != NULL && gang_size(g) > (int)(sizeof all / sizeof all[0])) {
+    fprintf(stderr, "overhead_c: GANG_BENCH_COLL takes at most 1024 ranks\n");
+    return 1;
+  }
   for (i = 0; i < warmup; i++)
-    check(gang_all_reduce(g, &x, &x, 1, GANG_FLOAT64, GANG_SUM, NULL));
+    check(call(g, coll, &x, all));
   check(gang_barrier(g, NULL));
   if (getenv("GANG_BENCH_MEDIAN") && iters > 0) {
     double* times = malloc(sizeof(double) * (size_t)iters);
     if (times == NULL) return 1;
     for (i = 0; i < iters; i++) {
       start = now_us();
-      check(gang_all_reduce(g, &x, &x, 1, GANG_FLOAT64, GANG_SUM, NULL));
+      check(call(g, coll, &x, all));
       times[i] = now_us() - start;
     }
     qsort(times, (size_t)iters, sizeof(double), by_value);
@@ -68,7 +95,7 @@ int main(int argc, char** argv) {
   } else {
     start = now_us();
     for (i = 0; i < iters; i++)
-      check(gang_all_reduce(g, &x, &x, 1, GANG_FLOAT64, GANG_SUM, NULL));
+      check(call(g, coll, &x, all));
     elapsed = now_us() - start;
   }
   if (gang_rank(g) == 0)

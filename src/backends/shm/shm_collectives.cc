@@ -33,21 +33,55 @@ void copy(void* to, const void* from, size_t n) { base::copy_bytes(to, from, n);
 // behind it: docs/benchmarks.md.
 constexpr size_t kShareFrom = 4 << 10;
 
-// out = rank-order reduction of `bytes` bytes of the n slots, from `at`.
-void reduce_slots(Run& r, void* out, size_t bytes, size_t at = 0) {
+// out = rank-order reduction of `count` elements, rank p's at from(p).
+template <class From>
+void reduce_in_rank_order(const Run& r, void* out, size_t count, From from) {
   const auto& a = r.args();
-  const size_t count = bytes / r.es();
   if (count == 0) return;
   const ReduceOp op = a.op == ReduceOp::kAvg ? ReduceOp::kSum : a.op;
   if (r.n() == 1) {
-    copy(out, r.staged(0) + at, bytes);
+    copy(out, from(0), count * r.es());
   } else {
-    core::reduce(out, r.staged(0) + at, r.staged(1) + at, count, a.dtype, op);
-    for (int p = 2; p < r.n(); ++p) {
-      core::reduce(out, out, r.staged(p) + at, count, a.dtype, op);
-    }
+    core::reduce(out, from(0), from(1), count, a.dtype, op);
+    for (int p = 2; p < r.n(); ++p) core::reduce(out, out, from(p), count, a.dtype, op);
   }
   if (a.op == ReduceOp::kAvg) core::finish_avg(out, count, a.dtype, r.n());
+}
+
+// out = rank-order reduction of `bytes` bytes of the n slots, from `at`.
+void reduce_slots(Run& r, void* out, size_t bytes, size_t at = 0) {
+  reduce_in_rank_order(r, out, bytes / r.es(), [&](int p) { return r.staged(p) + at; });
+}
+
+// The operations whose input fits a description (Run::goes_inline): one
+// meeting by the descriptions, each rank's input read from its own.
+void run_inline(Run& r) {
+  const auto& a = r.args();
+  r.meet_inline();
+  const size_t bytes = a.count * r.es();
+  switch (a.kind) {
+    case OpKind::kAllReduce:
+    case OpKind::kReduce:
+      if (a.kind == OpKind::kAllReduce || r.me() == a.root) {
+        reduce_in_rank_order(r, a.recv, a.count, [&](int p) { return r.inlined(p); });
+      }
+      break;
+    case OpKind::kAllGather:
+    case OpKind::kGather:
+      if (a.kind == OpKind::kAllGather || r.me() == a.root) {
+        for (int p = 0; p < r.n(); ++p) {
+          copy(out_bytes(a.recv) + static_cast<size_t>(p) * bytes, r.inlined(p), bytes);
+        }
+      }
+      break;
+    case OpKind::kReduceScatter:
+      reduce_in_rank_order(r, a.recv, a.count, [&](int p) {
+        return r.inlined(p) + static_cast<size_t>(r.me()) * bytes;
+      });
+      break;
+    default:  // a barrier
+      break;
+  }
 }
 
 // Small all-reduces, and reduces: every rank that receives reduces the
@@ -259,6 +293,10 @@ void run_collective(Segment& segment, const Waiter& waiter, int rank,
   Run r(segment, waiter, rank, channel, state, op);
   const auto& a = op.args;
   const size_t n = static_cast<size_t>(segment.size());
+  if (r.is_inline()) {
+    run_inline(r);
+    return;
+  }
   switch (a.kind) {
     case OpKind::kAllReduce:
       if (n > 1 && a.count * core::dtype_size(a.dtype) >= kShareFrom) {

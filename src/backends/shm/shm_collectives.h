@@ -7,6 +7,8 @@
 // it is (kind, dtype, op, root, counts, and the broadcasts that did not meet
 // before it); a rank that finds a peer in another operation fails with
 // kMismatch naming both, at the first meeting or, while it waits, at once.
+// Operations whose input fits a description (Run::goes_inline) meet by
+// the descriptions alone: no barrier, no slot.
 #pragma once
 
 #include "backends/shm/shm_segment.h"

@@ -45,6 +45,7 @@ std::string describe(const BroadcastRecord& b) { return signature_of(b).describe
 // the turn read with acquire vouches for the rest.
 bool read_desc(const OpDesc& d, uint64_t turn, OpDesc* out) {
   if (d.turn.load(std::memory_order_acquire) != turn) return false;
+  out->check = d.check;
   out->seq = d.seq;
   out->sig = d.sig;
   out->addr = d.addr;
@@ -54,6 +55,44 @@ bool read_desc(const OpDesc& d, uint64_t turn, OpDesc* out) {
 }
 
 std::string Run::operation() const { return describe(mine()); }
+
+// What same_operation compares, and only that: ranks of an all_gatherv
+// pass counts of their own, and agree on the total and the counts' hash.
+uint64_t Run::check_of(const OpDesc& d) {
+  const core::OpSignature& s = d.sig;
+  uint64_t h = mix(mix(d.seq, d.history), s.kind | s.dtype << 8 | s.op << 16 |
+                                              uint64_t{static_cast<uint32_t>(s.root)} << 32);
+  if (core::per_rank_counts(static_cast<OpKind>(s.kind))) {
+    h = mix(mix(h, s.total), s.counts_hash);
+  } else {
+    h = mix(h, s.count);
+  }
+  return mix(h, s.outer);
+}
+
+void Run::meet_inline() {
+  awaited_ = kEveryone;
+  inline_wait_ = true;
+  for (int p = 0; p < n_; ++p) {
+    if (p == me_) continue;
+    RankChannel& c = seg_.rank_block(p).channel[ch_];
+    const OpDesc& d = c.desc[turn_ % kDescs];
+    if (!waiter_.spin_until(d.turn, turn_)) {
+      // Its `joined` changes once the description is out.
+      for (;;) {
+        const uint32_t seen = c.joined.value.load(std::memory_order_acquire);
+        if (d.turn.load(std::memory_order_acquire) == turn_) break;
+        waiter_.wait_change(c.joined.value, seen, op_.deadline, c.joined.sleepers, this);
+      }
+    }
+    if (d.check != mine().check) {
+      OpDesc theirs;
+      read_desc(d, turn_, &theirs);
+      check_same(p, theirs);
+      throw core::mismatch(me_, mine().sig, p, theirs.sig);
+    }
+  }
+}
 
 void Run::read_from(int p, size_t at, void* to, size_t n) const {
   const auto& theirs = seg_.rank_block(p).channel[ch_].desc[turn_ % kDescs];
@@ -81,6 +120,13 @@ void Run::read_from(int p, size_t at, void* to, size_t n) const {
 void Run::check_peers_agree(int only) const {
   for (int r = 0; r < n_; ++r) {
     if (r == me_ || (only != kEveryone && r != only)) continue;
+    // The check first, in the line with the turn; the fields only to name
+    // a difference.
+    const OpDesc& published = theirs(r).desc[turn_ % kDescs];
+    if (published.turn.load(std::memory_order_acquire) == turn_ &&
+        published.check == mine().check) {
+      continue;
+    }
     OpDesc d;
     if (!read_desc(theirs(r).desc[turn_ % kDescs], turn_, &d)) {
       throw core::mismatch(text("rank ", Rank{me_}, " called ", describe(mine()), " but rank ",
@@ -194,8 +240,9 @@ Text Run::missing() const {
   const uint64_t here = own().arrived.load(std::memory_order_relaxed);
   for (int r = 0; r < n_; ++r) {
     if (r == me_ || (awaited_ != kEveryone && r != awaited_)) continue;
-    if (awaited_ == kEveryone &&
-        theirs(r).arrived.load(std::memory_order_acquire) >= here) {
+    if (inline_wait_ ? theirs(r).desc[turn_ % kDescs].turn.load(std::memory_order_acquire) == turn_
+                     : awaited_ == kEveryone &&
+                           theirs(r).arrived.load(std::memory_order_acquire) >= here) {
       continue;  // at this meeting already
     }
     const int pid = seg_.rank_block(r).pid.load(std::memory_order_acquire);

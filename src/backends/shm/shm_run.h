@@ -14,6 +14,7 @@
 #include "backends/shm/shm_collectives.h"
 #include "backends/shm/shm_segment.h"
 #include "backends/shm/shm_wait.h"
+#include "base/copy.h"
 #include "base/error.h"
 #include "core/backend.h"
 #include "core/collective.h"
@@ -44,7 +45,7 @@ class Run final : public Watch {
       : seg_(s), waiter_(w), me_(rank), n_(s.size()), ch_(channel),
         state_(state), turn_(state.turns++), op_(op), a_(op.args),
         es_(core::dtype_size(op.args.dtype)),
-        chunk_(s.slot_bytes(channel) / 2 / es_ * es_) {
+        chunk_(s.slot_bytes(channel) / 2 / es_ * es_), inline_(goes_inline(op.args, n_)) {
     OpDesc& d = own().desc[turn_ % kDescs];
     d.turn.store(kUnpublished, std::memory_order_relaxed);
     d.seq = op.seq;
@@ -54,7 +55,50 @@ class Run final : public Watch {
                          a_.kind == core::OpKind::kGather;
     d.addr = gathers ? reinterpret_cast<uintptr_t>(a_.send) : 0;
     d.history = state.history;
+    d.check = check_of(d);
+    if (inline_ && a_.count != 0) base::copy_bytes(d.payload, a_.send, inline_bytes(a_, n_));
     d.turn.store(turn_, std::memory_order_release);
+    if (inline_) {
+      Signal& j = own().joined;
+      j.value.store(static_cast<uint32_t>(turn_ + 1), std::memory_order_seq_cst);
+      Waiter::wake_sleepers(j.value, j.sleepers);
+    }
+  }
+
+  // The bytes of a rank's input when `a` is an operation that can go in
+  // the descriptions on n ranks (an all-reduce, reduce, all-gather, gather
+  // or reduce-scatter, and a barrier's nothing), else more than
+  // kInlineBytes. From the signature alone: the same on every rank of the
+  // same operation.
+  static size_t inline_bytes(const core::CollectiveArgs& a, int n) {
+    constexpr size_t kNo = kInlineBytes + 1;
+    if (n == 1) return kNo;
+    if (a.kind == core::OpKind::kBarrier) return 0;
+    if (a.count > kInlineBytes) return kNo;  // (and no overflow below)
+    const size_t bytes = a.count * core::dtype_size(a.dtype);
+    switch (a.kind) {
+      case core::OpKind::kAllReduce:
+      case core::OpKind::kReduce:
+      case core::OpKind::kAllGather:
+      case core::OpKind::kGather:
+        return bytes;
+      case core::OpKind::kReduceScatter:
+        return bytes * static_cast<size_t>(n);
+      default:
+        return kNo;
+    }
+  }
+  static bool goes_inline(const core::CollectiveArgs& a, int n) {
+    return inline_bytes(a, n) <= kInlineBytes;
+  }
+  // Inline operations meet here: once every peer's description of this
+  // turn is out and is this operation, each rank's input is inlined(r).
+  // Like a meeting, no rank leaves before every rank came, so it keeps
+  // the bound on how far ahead a rank can be (kDescs).
+  void meet_inline();
+  bool is_inline() const { return inline_; }
+  const uint8_t* inlined(int r) const {
+    return seg_.rank_block(r).channel[ch_].desc[turn_ % kDescs].payload;
   }
 
   // Whether a gather of `most` bytes a rank at most, `total` in all (the
@@ -121,6 +165,7 @@ class Run final : public Watch {
   RankChannel& own() const { return seg_.rank_block(me_).channel[ch_]; }
   const RankChannel& theirs(int r) const { return seg_.rank_block(r).channel[ch_]; }
   const OpDesc& mine() const { return own().desc[turn_ % kDescs]; }
+  static uint64_t check_of(const OpDesc& d);
 
   // After a meeting: every peer (or only `only`) is in this operation.
   void check_peers_agree(int only = kEveryone) const;
@@ -151,6 +196,8 @@ class Run final : public Watch {
   const core::Operation& op_;
   const core::CollectiveArgs& a_;
   size_t es_, chunk_;
+  const bool inline_;
+  bool inline_wait_ = false;  // in meet_inline
   bool checked_ = false;
   // Whom a wait is for: kEveryone at a meeting, else one rank (a
   // broadcast's root, or a peer its root waits for).

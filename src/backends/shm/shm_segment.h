@@ -28,19 +28,35 @@ namespace gang::backends::shm_impl {
 constexpr int kChannels = 3;
 constexpr size_t kLine = 64;
 
+// An operation whose input is at most this many bytes a rank (an
+// all-reduce or reduce of up to 44 floats, a barrier; Run::goes_inline)
+// travels in its rank's description: the peers wait for the description
+// itself, check it and read the input from it, with no barrier and no
+// slot. The first line of a description holds its turn, the check and
+// the first 48 bytes, so that a peer reads one cache line for an input of
+// up to 48 bytes.
+constexpr size_t kInlineBytes = 176;
+
 // What a rank says about the operation it is in, for the others to check.
 // Published by its turn: the writer clears `turn` (kUnpublished), fills the
 // rest and stores `turn` last (release); a reader that finds the turn it
 // expects (acquire) has the whole description, since a rank never rewrites
 // a description a peer may still expect (kDescs below). So a rank may read
 // a peer's description while it waits, not only after a meeting.
-struct OpDesc {
+struct alignas(kLine) OpDesc {
   std::atomic<uint64_t> turn;  // the operation's number on its channel
+  // seq, sig and history hashed (Run::check_of): equal checks are the same
+  // operation, but for a chance of 2^-64, and where they differ the fields
+  // below name the difference.
+  uint64_t check;
+  uint8_t payload[kInlineBytes];  // an inline operation's input
   uint64_t seq;   // the core's number (a debug check shares its operation's)
   core::OpSignature sig;  // what every rank must pass alike
   uint64_t addr;     // single copy: where this rank's peers read its buffer
   uint64_t history;  // the broadcasts that did not meet before this one (below)
 };
+static_assert(offsetof(OpDesc, payload) + 48 == kLine,
+              "an inline input of 48 bytes shares its description's first line");
 constexpr uint64_t kUnpublished = ~uint64_t{0};
 
 // Per rank, per channel: written by that rank only. Descriptions by the
@@ -81,6 +97,9 @@ struct alignas(kLine) RankChannel {
   // many it has finished, whoever the root.
   Signal posted;
   Signal consumed;
+  // The low half of turn + 1 of this rank's last inline operation, for a
+  // peer that waits for its description to sleep on.
+  Signal joined;
   // Meetings this rank has entered on the channel: a peer that waits at a
   // meeting knows who has not come.
   alignas(kLine) std::atomic<uint64_t> arrived;

@@ -146,6 +146,25 @@ Waiter::Waiter(Segment& segment, int rank, std::string gang)
     : segment_(segment), rank_(rank), gang_(std::move(gang)),
       warn_every_(core::env::wait_warn_interval()) {}
 
+bool Waiter::spin_until(const std::atomic<uint64_t>& word, uint64_t value) const {
+  if (word.load(std::memory_order_acquire) == value) return true;
+  if (segment_.more_ranks_than_cores()) return false;
+  // The clock is read only once the word was not there at once.
+  Clock::time_point stop{};
+  for (int i = 1;; ++i) {
+    relax();
+    if (word.load(std::memory_order_acquire) == value) return true;
+    if ((i & 63) == 0) {
+      const auto now = Clock::now();
+      if (i == 64) {
+        stop = now + kSpinFor;
+      } else if (now >= stop) {
+        return false;
+      }
+    }
+  }
+}
+
 void Waiter::wait_change(const std::atomic<uint32_t>& word, uint32_t seen,
                          Clock::time_point deadline,
                          std::atomic<uint32_t>& sleepers,

@@ -50,6 +50,10 @@ class Waiter {
                    std::atomic<uint32_t>& sleepers,
                    const Watch* watch = nullptr) const;
 
+  // Spins briefly (not at all when the gang has more ranks than the host
+  // has cores) until word holds value; false if it still does not.
+  bool spin_until(const std::atomic<uint64_t>& word, uint64_t value) const;
+
   // Throws if the gang failed, this rank aborted or a peer died.
   void check() const;
 
