@@ -71,8 +71,6 @@ uint64_t Run::check_of(const OpDesc& d) {
 }
 
 void Run::meet_inline() {
-  awaited_ = kEveryone;
-  inline_wait_ = true;
   for (int p = 0; p < n_; ++p) {
     if (p == me_) continue;
     RankChannel& c = seg_.rank_block(p).channel[ch_];
@@ -85,13 +83,8 @@ void Run::meet_inline() {
         waiter_.wait_change(c.joined.value, seen, op_.deadline, c.joined.sleepers, this);
       }
     }
-    if (d.check != mine().check) {
-      OpDesc theirs;
-      read_desc(d, turn_, &theirs);
-      check_same(p, theirs);
-      throw core::mismatch(me_, mine().sig, p, theirs.sig);
-    }
   }
+  check_peers_agree();
 }
 
 void Run::read_from(int p, size_t at, void* to, size_t n) const {
@@ -240,7 +233,7 @@ Text Run::missing() const {
   const uint64_t here = own().arrived.load(std::memory_order_relaxed);
   for (int r = 0; r < n_; ++r) {
     if (r == me_ || (awaited_ != kEveryone && r != awaited_)) continue;
-    if (inline_wait_ ? theirs(r).desc[turn_ % kDescs].turn.load(std::memory_order_acquire) == turn_
+    if (inline_ ? theirs(r).desc[turn_ % kDescs].turn.load(std::memory_order_acquire) == turn_
                      : awaited_ == kEveryone &&
                            theirs(r).arrived.load(std::memory_order_acquire) >= here) {
       continue;  // at this meeting already

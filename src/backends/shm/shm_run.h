@@ -38,6 +38,9 @@ constexpr size_t kSingleCopyBelow = 1 << 20;
 // not published it (or has moved on past it).
 bool read_desc(const OpDesc& d, uint64_t turn, OpDesc* out);
 
+// Sets sig to value and wakes the ranks that sleep on it.
+void signal(Signal& sig, uint32_t value);
+
 class Run final : public Watch {
  public:
   Run(Segment& s, const Waiter& w, int rank, int channel, ChannelState& state,
@@ -58,11 +61,7 @@ class Run final : public Watch {
     d.check = check_of(d);
     if (inline_ && a_.count != 0) base::copy_bytes(d.payload, a_.send, inline_bytes(a_, n_));
     d.turn.store(turn_, std::memory_order_release);
-    if (inline_) {
-      Signal& j = own().joined;
-      j.value.store(static_cast<uint32_t>(turn_ + 1), std::memory_order_seq_cst);
-      Waiter::wake_sleepers(j.value, j.sleepers);
-    }
+    if (inline_) signal(own().joined, static_cast<uint32_t>(turn_ + 1));
   }
 
   // The bytes of a rank's input when `a` is an operation that can go in
@@ -196,8 +195,7 @@ class Run final : public Watch {
   const core::Operation& op_;
   const core::CollectiveArgs& a_;
   size_t es_, chunk_;
-  const bool inline_;
-  bool inline_wait_ = false;  // in meet_inline
+  const bool inline_;  // its only wait is meet_inline's
   bool checked_ = false;
   // Whom a wait is for: kEveryone at a meeting, else one rank (a
   // broadcast's root, or a peer its root waits for).
