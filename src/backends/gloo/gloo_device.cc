@@ -14,6 +14,7 @@
 #include <map>
 #include <mutex>
 
+#include "backends/gloo/gloo_loop_turns.h"
 #include "core/env.h"
 #include "base/error.h"
 #include "core/log.h"
@@ -149,7 +150,9 @@ std::shared_ptr<::gloo::transport::Device> make_device(
   }
   if (auto shared = open.by_place[place].lock()) return shared;
   try {
-    std::shared_ptr<::gloo::transport::Device> dev = ::gloo::transport::tcp::CreateDevice(attr);
+    std::shared_ptr<::gloo::transport::Device> dev =
+        with_prompt_turns(std::dynamic_pointer_cast<::gloo::transport::tcp::Device>(
+            ::gloo::transport::tcp::CreateDevice(attr)));
     GANG_LOG(kInfo, "gloo device: ", dev->str());
     open.by_place[place] = dev;
     return dev;

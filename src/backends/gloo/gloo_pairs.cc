@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "backends/gloo/gloo_address_list.h"
+#include "backends/gloo/gloo_loop_turns.h"
 #include "base/big_endian.h"
 #include "base/deadline.h"
 #include "base/descriptors.h"
@@ -158,7 +159,10 @@ class GangPair final : public tcp::Pair {
       : tcp::Pair(context, device, peer, timeout) {
     std::lock_guard<std::mutex> lock(m_);
     check_layout(state_ == LISTENING, fd_, self_);
-    device_->unregisterDescriptor(fd_, this);
+    {
+      const PromptTurns prompt(device_);
+      device_->unregisterDescriptor(fd_, this);
+    }
     ::close(fd_);
     fd_ = -1;
     // The loop thread learns of this pair through epoll, which
@@ -173,10 +177,17 @@ class GangPair final : public tcp::Pair {
   // taking events_mu_ afterwards shows it that the loop's last call ended.
   ~GangPair() override {
     {
+      const PromptTurns prompt(device_);
       std::lock_guard<std::mutex> lock(m_);
       if (state_ != CLOSED) changeState(CLOSED);
     }
     std::lock_guard<std::mutex> events(events_mu_);
+  }
+
+  // Closing leaves the loop, which waits for its next turn.
+  void close() override {
+    const PromptTurns prompt(device_);
+    tcp::Pair::close();
   }
 
   // Connects to `address` and sends `first` (the rank and proof) before
@@ -349,6 +360,7 @@ class Listener final : public tcp::Pair {
 
   // Stops listening and closes every waiting connection.
   void shut() noexcept {
+    const PromptTurns prompt(device_);
     std::lock_guard<std::mutex> lock(m_);
     drop_all();
     if (state_ != CLOSED) changeState(CLOSED);
