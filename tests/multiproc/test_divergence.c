@@ -9,6 +9,16 @@
  * 32 KiB where the size matters (small broadcasts on shm do not meet).
  * Every rank prints one line: case, backend, ranks, the two statuses and
  * the milliseconds until its first error.
+ *
+ * Every rank keeps its gang until all are done, so that no rank's wait
+ * ends because a peer that failed went away.
+ *
+ * test_gloo_chain_again runs the chain (rank 1 names another root, so the
+ * root sends it data it never receives) on 4 gloo ranks CHAIN_AGAIN times:
+ * whether the root hears of it in time depends on which of its transfers
+ * are queued when the others close their connections, and Gloo's pair
+ * left a queued send's wait to its deadline (on the library before, 1 of
+ * 12 runs of the whole test, 4 of 120 runs of this case).
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -31,6 +41,7 @@
 #define WALL_S 60
 #define SMALL 4      /* floats: 16 bytes */
 #define LARGE 16384  /* floats: 64 KiB */
+#define CHAIN_AGAIN 60
 
 typedef struct div_case {
   const char* name;
@@ -165,9 +176,16 @@ static const div_case_t kCases[] = {
     {"broadcast_bytes, root = own rank", bytes_root_own, 0},
 };
 
+static const div_case_t kChain = {"broadcast, rank 1 waits for a receiver", root_chain, 1};
+
 /* shared ints per rank: [0] first status, [1] next status, [2] ms to the
- * first error, [3] the next collective's result. */
+ * first error, [3] the next collective's result; after them, how many
+ * ranks are done. */
 static volatile int64_t* slot(int rank) { return gang_test_shared_ints() + 4 * rank; }
+#define DONE_SLOT (4 * 8)
+/* A rank keeps its gang until every rank is done (or this long): a rank
+ * that failed does not end its peers' waits by going away. */
+#define HOLD_MS 3000
 
 static int run_case(gang_t* g, int rank, int size, void* p) {
   const run_arg_t* a = (const run_arg_t*)p;
@@ -184,6 +202,8 @@ static int run_case(gang_t* g, int rank, int size, void* p) {
   slot(rank)[1] = s2;
   slot(rank)[2] = failed_at;
   slot(rank)[3] = (int64_t)one;
+  __atomic_add_fetch(&gang_test_shared_ints()[DONE_SLOT], 1, __ATOMIC_SEQ_CST);
+  (void)gang_test_wait_shared(DONE_SLOT, size, HOLD_MS);
   return 0;
 }
 
@@ -346,6 +366,16 @@ static void test_gloo(void** s) {
   run_backend("gloo", 0);
 }
 
+static void test_gloo_chain_again(void** s) {
+  int i, failures = 0;
+  (void)s;
+  unsetenv("GANG_TEST_HOSTS");
+  for (i = 0; i < CHAIN_AGAIN; ++i) {
+    failures += run_one(&kChain, "large", "gloo", 0, 4, LARGE);
+  }
+  assert_int_equal(failures, 0);
+}
+
 static void test_two_level(void** s) {
   (void)s;
   run_backend("auto", 2);
@@ -355,6 +385,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_shm),
       cmocka_unit_test(test_gloo),
+      cmocka_unit_test(test_gloo_chain_again),
       cmocka_unit_test(test_two_level),
       cmocka_unit_test(test_threads),
   };

@@ -221,10 +221,13 @@ void move_frames(const std::shared_ptr<::gloo::Context>& ctx, const std::shared_
   // completes (Gloo says only how many receives of a buffer completed, not
   // which), so a peer in another operation fails this one before the wait
   // for a later peer, which may never send. Whichever rank finds a mismatch
-  // fails and closes its connections, which ends its peers' waits. It first
-  // lets its own frames go (Gloo sends one only once the peer has posted
-  // its receive): a peer in the same operation then finds the mismatch
-  // itself rather than a closed connection.
+  // fails and closes its connections, which ends its peers' waits: those
+  // its own transfers still wait on, and the one with the rank whose frame
+  // disagreed, which runs another operation and may wait on this rank in
+  // ways this rank cannot see (a root sending it data it never posted a
+  // receive for). It first lets its own frames go (Gloo sends one only once
+  // the peer has posted its receive): a peer in the same operation then
+  // finds the mismatch itself rather than a closed connection.
   std::vector<::gloo::transport::UnboundBuffer*> in(from.size());
   for (size_t j = 0; j < from.size(); ++j) {
     in[j] = t.buffer(&frames_in[j], F);
@@ -240,6 +243,7 @@ void move_frames(const std::shared_ptr<::gloo::Context>& ctx, const std::shared_
       check_frame(mine(j), ctx->rank, frames_in[j], from[j]);
     } catch (...) {
       t.flush_sends(kFrameFlush);
+      if (View* view = as_view(*ctx)) view->fence({from[j]});
       throw;
     }
   }

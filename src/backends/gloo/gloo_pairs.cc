@@ -190,6 +190,15 @@ class GangPair final : public tcp::Pair {
     tcp::Pair::close();
   }
 
+  // Closing fails every transfer the pair still holds (FailableBuffer):
+  // Gloo's failing pair leaves out the sends queued behind others, and
+  // Gloo's closing without a failure (a fence, the gang's end) leaves out
+  // all. The lock is held, by Gloo and by this class.
+  void changeState(state next) noexcept override {
+    if (next == CLOSED && state_ != CLOSED) fail_what_is_left();
+    tcp::Pair::changeState(next);
+  }
+
   // Connects to `address` and sends `first` (the rank and proof) before
   // anything else; returns connected or throws.
   void connect_out(const std::vector<char>& address, const std::string& first) {
@@ -288,6 +297,33 @@ class GangPair final : public tcp::Pair {
     }
     connected_.store(true, std::memory_order_release);
     handleConnected();
+  }
+
+  void fail_what_is_left() noexcept {
+    const bool gloo_failed = ex_ != nullptr;
+    std::exception_ptr ex = ex_;
+    try {
+      if (!ex) {
+        ex = std::make_exception_ptr(
+            ::gloo::IoException(str_cat("the connection with rank ", rank_, " was closed")));
+      }
+    } catch (...) {
+      return;
+    }
+    const auto fail = [&](const ::gloo::WeakNonOwningPtr<tcp::UnboundBuffer>& weak) {
+      ::gloo::NonOwningPtr<tcp::UnboundBuffer> buf(weak);
+      if (!buf) return;
+      if (auto* b = dynamic_cast<FailableBuffer*>(buf.operator->())) b->fail(ex);
+    };
+    for (tcp::Op& op : tx_) {
+      if (op.getOpcode() == tcp::Op::SEND_UNBOUND_BUFFER) fail(op.ubuf);
+    }
+    if (gloo_failed) return;  // Gloo told the others
+    for (auto& waiting : {&localPendingSend_, &localPendingRecv_}) {
+      for (auto& slot : *waiting) {
+        for (auto& op : slot.second) fail(std::get<0>(op));
+      }
+    }
   }
 
   std::string first_;

@@ -59,6 +59,7 @@
 #include <gloo/common/error.h>
 #include <gloo/transport/device.h>
 #include <gloo/transport/pair.h>
+#include <gloo/transport/tcp/unbound_buffer.h>
 
 #include <atomic>
 #include <chrono>
@@ -71,10 +72,6 @@ namespace gang::store {
 class Store;
 }
 
-namespace gloo::transport::tcp {
-class UnboundBuffer;
-}  // namespace gloo::transport::tcp
-
 namespace gang::backends::gloo_impl {
 
 // A connection made on first use that did not come within the gang's
@@ -83,6 +80,20 @@ namespace gang::backends::gloo_impl {
 class ConnectTimeout : public ::gloo::IoException {
  public:
   using ::gloo::IoException::IoException;
+};
+
+// A transfer buffer that a connection can fail. Gloo lets only its own
+// pair fail a buffer, and a pair of Gloo's that fails tells the transfers
+// it holds but for sends queued behind others, whose waits would then
+// last to their deadlines (the rank a failed peer was sending to hung so,
+// one run in twelve, in multiproc.divergence); closing without a failure
+// tells none of them. The gang's pairs (gloo_pairs.cc) fail what Gloo
+// leaves as they close; every buffer of a view (gloo_view.cc) is one of
+// these.
+class FailableBuffer : public ::gloo::transport::tcp::UnboundBuffer {
+ public:
+  using ::gloo::transport::tcp::UnboundBuffer::UnboundBuffer;
+  void fail(std::exception_ptr ex) { signalException(std::move(ex)); }
 };
 
 // The connections of this rank with the other ranks of a root gang (its

@@ -16,13 +16,13 @@ namespace tcp = ::gloo::transport::tcp;
 namespace {
 
 // A buffer whose transfers travel in its gang's space.
-class SpacedBuffer final : public tcp::UnboundBuffer {
+class SpacedBuffer final : public FailableBuffer {
  public:
   // `members` is the view's, shared: a buffer of a wide gang copies none.
   SpacedBuffer(const std::shared_ptr<tcp::Context>& context, void* ptr, size_t size,
                uint64_t space, std::shared_ptr<Mesh> mesh,
                std::shared_ptr<const std::vector<int>> members)
-      : tcp::UnboundBuffer(context, ptr, size), space_(space << kSpaceShift),
+      : FailableBuffer(context, ptr, size), space_(space << kSpaceShift),
         mesh_(std::move(mesh)), members_(std::move(members)) {}
 
   void send(int dst, uint64_t slot, size_t offset, size_t nbytes) override {
