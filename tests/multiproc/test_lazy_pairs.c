@@ -1,12 +1,15 @@
 /*
  * test_lazy_pairs.c - a Gloo gang connects only the ranks that talk.
  *
- * 16 ranks create a gloo gang. Creation ends with a barrier (above 8
- * ranks a dissemination: the ranks 1, 2, 4 and 8 ahead and behind), so a
- * new gang has its listening port and 4 to 7 peers connected, not 15; an
- * 8-byte all-reduce (a ring above 8 ranks) and another barrier need no
- * others; an all-to-all then connects all 15. Connections are counted as
- * the socket descriptors of the process that are not connections to the
+ * 16 ranks, and 12, create a gloo gang. Creation ends with a barrier
+ * (above 8 ranks by recursive doubling: with p the largest power of two
+ * up to n, each of the first p ranks talks to rank r ^ 2^k in round k, and
+ * the ranks from p on to the rank p below them), so a new gang has its
+ * listening port and exactly those peers connected: log2 p of them, one
+ * more for a rank that folds or is folded into. An 8-byte all-reduce (the
+ * same doubling above 8 ranks) and another barrier need no others; an
+ * all-to-all then connects all n - 1. Connections are counted as the
+ * socket descriptors of the process that are not connections to the
  * store, between barriers (a rank that ran ahead into the all-to-all would
  * connect to a rank still counting).
  */
@@ -27,9 +30,19 @@
 
 #include "harness.h"
 
-#define RANKS 16
-
 static int g_store_port;
+
+/* The peers a rank of a gang of `size` (more than 8) talks to in a
+ * barrier: the doubling's. */
+static int doubling_peers(int rank, int size) {
+  int p = 1, rounds = 0;
+  while (p * 2 <= size) {
+    p *= 2;
+    ++rounds;
+  }
+  if (rank >= p) return 1;
+  return rounds + (rank + p < size ? 1 : 0);
+}
 
 /* Whether socket `inode` is a connection to the store (the store client
  * keeps a pool of them, which threads of gang's own grow and shrink). */
@@ -76,7 +89,7 @@ static int proc_rank(int rank, int size, const char* url, void* arg) {
   gang_options_t o;
   gang_t* g = NULL;
   int64_t x = rank + 1, y = 0;
-  int64_t all_in[RANKS], all_out[RANKS];
+  int64_t all_in[16], all_out[16];
   int before, created, after_ops, after_all;
   int i;
   (void)arg;
@@ -112,8 +125,8 @@ static int proc_rank(int rank, int size, const char* url, void* arg) {
             "all_reduce and barrier, %d after all_to_all\n", rank, created, after_ops,
             after_all);
   }
-  CHECK(created >= 4 && created <= 7,
-        "gang_create connected %d peers, expected 4 to 7", created);
+  CHECK(created == doubling_peers(rank, size),
+        "gang_create connected %d peers, expected %d", created, doubling_peers(rank, size));
   CHECK(after_ops == created, "all_reduce and barrier connected %d more peers",
         after_ops - created);
   CHECK(after_all == size - 1, "an all-to-all left %d peers connected, not %d",
@@ -125,12 +138,18 @@ static int proc_rank(int rank, int size, const char* url, void* arg) {
 
 static void test_only_ranks_that_talk_connect(void** s) {
   (void)s;
-  assert_int_equal(gang_test_run_procs(RANKS, proc_rank, NULL, 120), 0);
+  assert_int_equal(gang_test_run_procs(16, proc_rank, NULL, 120), 0);
+}
+
+static void test_only_ranks_that_talk_connect_off_powers_of_two(void** s) {
+  (void)s;
+  assert_int_equal(gang_test_run_procs(12, proc_rank, NULL, 120), 0);
 }
 
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_only_ranks_that_talk_connect),
+      cmocka_unit_test(test_only_ranks_that_talk_connect_off_powers_of_two),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -58,7 +58,8 @@ void tree_broadcast(const Run& r);
 // All-reduce by recursive doubling, each partial in the frames: buffers
 // that fit in a frame on gangs over 8.
 void doubling_all_reduce(const Run& r);
-// Barrier, round k with the ranks 2^k ahead and behind: gangs over 8.
-void dissemination_barrier(const Run& r);
+// Barrier by recursive doubling, the all-reduce's exchanges without data:
+// gangs over 8.
+void doubling_barrier(const Run& r);
 
 }  // namespace gang::backends::gloo_impl

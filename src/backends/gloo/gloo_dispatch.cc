@@ -29,7 +29,7 @@ namespace {
 //                                every other, and the tree, are for gangs
 //                                of up to this many: above it pairs connect
 //                                on first use (gloo_pairs.h), and a ring or
-//                                a dissemination keeps each rank's
+//                                recursive doubling keeps each rank's
 //                                connections few.
 //   kDirectReduceBytes  1 MiB    all-reduce on 3 to kDirectRanks ranks: the
 //                                direct exchange while bytes x (n-1) is at
@@ -69,7 +69,7 @@ constexpr Algorithm kOnlyOne = Algorithm::kRing;
 //   reduce         direct  bytes x (n-1) <= kDirectBytes
 //                  ring    otherwise
 //   barrier        direct  n <= kDirectRanks
-//                  dissemination otherwise
+//                  doubling otherwise
 //   gather, scatter, all-to-all(v): direct.
 //
 // GANG_GLOO_ALGORITHM=direct|ring|tree forces one of all-reduce's,
@@ -202,7 +202,7 @@ void run_collective(const std::shared_ptr<::gloo::Context>& ctx,
       return direct_all_to_all(run(kOnlyOne), a.send_counts, a.recv_counts);
     case OpKind::kBarrier:
       return n <= kDirectRanks ? direct_barrier(run(kOnlyOne))
-                               : dissemination_barrier(run(kOnlyOne));
+                               : doubling_barrier(run(kOnlyOne));
     case OpKind::kSend:
     case OpKind::kRecv:
       break;

@@ -94,17 +94,30 @@ void doubling_all_reduce(const Run& r) {
   if (takes_one) agree(r, {r.me + p}, nullptr, nullptr, &mine, bytes, last);
 }
 
-// In round k every rank exchanges frames with the ranks 2^k ahead and
-// behind; after ceil(log2 n) rounds every rank has heard, through others,
-// from all, and has connected to 2 log2 n peers.
-void dissemination_barrier(const Run& r) {
-  uint32_t round = 0;
-  for (int d = 1; d < r.n; d *= 2, ++round) {
-    const std::vector<int> partners =
-        merged({(r.me + d) % r.n}, {(r.me + r.n - d) % r.n});
-    std::vector<Frame> out(partners.size(), make_frame(r.op, 0, 0)), in(partners.size());
-    exchange_frames(r.ctx, r.waits, r.op.deadline, r.tag, partners, out, in, round);
+// The doubling all-reduce's exchanges without the data: the ranks from p
+// on check in with the rank p below them, the first p swap frames with
+// rank me ^ 2^k in round k, and the folded ranks are let go at the end.
+// log2 p + 2 exchanges of one frame, and a rank connects to log2 p peers
+// (and one more when it folds or is folded into): the peers the doubling
+// all-reduce and the binomial tree from rank 0 talk to, where the
+// dissemination connected each rank to 2 log2 n ranks that nothing else
+// uses.
+void doubling_barrier(const Run& r) {
+  int p = 1;
+  while (p * 2 <= r.n) p *= 2;
+  const auto rounds = static_cast<uint32_t>(rounds_of(p));
+  const uint32_t last = rounds + 1;
+  if (r.me >= p) {
+    agree(r, {r.me - p});
+    agree(r, {r.me - p}, nullptr, nullptr, nullptr, 0, last);
+    return;
   }
+  const bool takes_one = r.me + p < r.n;
+  if (takes_one) agree(r, {r.me + p});
+  for (uint32_t k = 0; k < rounds; ++k) {
+    agree(r, {r.me ^ (1 << k)}, nullptr, nullptr, nullptr, 0, k + 1);
+  }
+  if (takes_one) agree(r, {r.me + p}, nullptr, nullptr, nullptr, 0, last);
 }
 
 }  // namespace gang::backends::gloo_impl
