@@ -190,10 +190,9 @@ class GangPair final : public tcp::Pair {
     tcp::Pair::close();
   }
 
-  // Closing fails every transfer the pair still holds (FailableBuffer):
-  // Gloo's failing pair leaves out the sends queued behind others, and
-  // Gloo's closing without a failure (a fence, the gang's end) leaves out
-  // all. The lock is held, by Gloo and by this class.
+  // A pair that fails fails the sends queued behind others too
+  // (FailableBuffer), which Gloo's failing pair leaves to their deadlines.
+  // The lock is held, by Gloo and by this class.
   void changeState(state next) noexcept override {
     if (next == CLOSED && state_ != CLOSED) fail_what_is_left();
     tcp::Pair::changeState(next);
@@ -299,30 +298,18 @@ class GangPair final : public tcp::Pair {
     handleConnected();
   }
 
+  // Gloo's failure path only (ex_ set), on the thread that found the
+  // failure, as Gloo tells the others. Not on a close without a failure:
+  // that comes from a thread of the gang's own (a fence, an abort, the
+  // gang's end) while the waiting threads may be destroying their buffers,
+  // which a pair holds no reference on.
   void fail_what_is_left() noexcept {
-    const bool gloo_failed = ex_ != nullptr;
-    std::exception_ptr ex = ex_;
-    try {
-      if (!ex) {
-        ex = std::make_exception_ptr(
-            ::gloo::IoException(str_cat("the connection with rank ", rank_, " was closed")));
-      }
-    } catch (...) {
-      return;
-    }
-    const auto fail = [&](const ::gloo::WeakNonOwningPtr<tcp::UnboundBuffer>& weak) {
-      ::gloo::NonOwningPtr<tcp::UnboundBuffer> buf(weak);
-      if (!buf) return;
-      if (auto* b = dynamic_cast<FailableBuffer*>(buf.operator->())) b->fail(ex);
-    };
+    if (ex_ == nullptr) return;
     for (tcp::Op& op : tx_) {
-      if (op.getOpcode() == tcp::Op::SEND_UNBOUND_BUFFER) fail(op.ubuf);
-    }
-    if (gloo_failed) return;  // Gloo told the others
-    for (auto& waiting : {&localPendingSend_, &localPendingRecv_}) {
-      for (auto& slot : *waiting) {
-        for (auto& op : slot.second) fail(std::get<0>(op));
-      }
+      if (op.getOpcode() != tcp::Op::SEND_UNBOUND_BUFFER) continue;
+      ::gloo::NonOwningPtr<tcp::UnboundBuffer> buf(op.ubuf);
+      if (!buf) continue;
+      if (auto* b = dynamic_cast<FailableBuffer*>(buf.operator->())) b->fail(ex_);
     }
   }
 

@@ -86,10 +86,9 @@ class ConnectTimeout : public ::gloo::IoException {
 // pair fail a buffer, and a pair of Gloo's that fails tells the transfers
 // it holds but for sends queued behind others, whose waits would then
 // last to their deadlines (the rank a failed peer was sending to hung so,
-// one run in twelve, in multiproc.divergence); closing without a failure
-// tells none of them. The gang's pairs (gloo_pairs.cc) fail what Gloo
-// leaves as they close; every buffer of a view (gloo_view.cc) is one of
-// these.
+// one run in twelve, in multiproc.divergence). The gang's pairs
+// (gloo_pairs.cc) fail those sends as they fail; every buffer of a view
+// (gloo_view.cc) is one of these.
 class FailableBuffer : public ::gloo::transport::tcp::UnboundBuffer {
  public:
   using ::gloo::transport::tcp::UnboundBuffer::UnboundBuffer;
