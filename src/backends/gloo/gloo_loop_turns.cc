@@ -19,13 +19,13 @@ namespace tcp = ::gloo::transport::tcp;
 // holder lets go.
 class LoopProdder final : public tcp::Handler {
  public:
-  LoopProdder(tcp::Device* device, int fd) : device_(device), fd_(fd) {}
+  // Joins the device's loop (throws as Gloo does when it cannot); the
+  // caller keeps `fd` then.
+  LoopProdder(tcp::Device* device, int fd) : device_(device), fd_(fd) {
+    device_->registerDescriptor(fd_, EPOLLIN, this);
+  }
 
   ~LoopProdder() override {
-    if (!started_) {
-      ::close(fd_);
-      return;
-    }
     // Leaving the loop waits for a turn too: a prompt one.
     hold();
     try {
@@ -33,11 +33,6 @@ class LoopProdder final : public tcp::Handler {
     } catch (...) {
     }
     ::close(fd_);
-  }
-
-  void start() {
-    device_->registerDescriptor(fd_, EPOLLIN, this);
-    started_ = true;
   }
 
   // The loop calls this on every turn while the eventfd is readable: it
@@ -64,7 +59,6 @@ class LoopProdder final : public tcp::Handler {
  private:
   tcp::Device* const device_;
   const int fd_;
-  bool started_ = false;
   std::mutex mu_;
   int held_ = 0;
 };
@@ -82,16 +76,14 @@ Prodders& prodders() {
   return *p;
 }
 
-// A device and its prodder, which leaves the loop first.
+// A device and its prodder, which (declared after it) leaves the loop
+// first.
 struct Prompted {
   std::shared_ptr<tcp::Device> device;
   std::shared_ptr<LoopProdder> prodder;
   ~Prompted() {
-    {
-      std::lock_guard<std::mutex> lock(prodders().mu);
-      prodders().of.erase(device.get());
-    }
-    prodder.reset();
+    std::lock_guard<std::mutex> lock(prodders().mu);
+    prodders().of.erase(device.get());
   }
 };
 
@@ -116,11 +108,10 @@ std::shared_ptr<tcp::Device> with_prompt_turns(std::shared_ptr<tcp::Device> devi
   if (fd < 0) return device;
   auto held = std::make_shared<Prompted>();
   held->device = std::move(device);
-  held->prodder = std::make_shared<LoopProdder>(held->device.get(), fd);
   try {
-    held->prodder->start();
+    held->prodder = std::make_shared<LoopProdder>(held->device.get(), fd);
   } catch (...) {
-    held->prodder.reset();
+    ::close(fd);
     return std::move(held->device);
   }
   {

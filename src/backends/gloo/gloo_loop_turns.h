@@ -24,8 +24,8 @@ namespace gang::backends::gloo_impl {
 class LoopProdder;
 
 // Held around a call that waits for a turn of `device`'s loop. Does
-// nothing for a device make_device did not make, or on the loop's own
-// thread (Gloo does not wait there). Never throws.
+// nothing for a device make_device did not make; harmless on the loop's
+// own thread, where Gloo does not wait. Never throws.
 class PromptTurns {
  public:
   explicit PromptTurns(const ::gloo::transport::tcp::Device* device) noexcept;

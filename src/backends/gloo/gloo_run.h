@@ -151,6 +151,14 @@ inline int rounds_of(int n) {
   return k;
 }
 
+// The largest power of two up to n: the ranks recursive doubling swaps
+// among, the others folding into them.
+inline int doubling_ranks(int n) {
+  int p = 1;
+  while (p * 2 <= n) p *= 2;
+  return p;
+}
+
 // `count` elements split into n nearly equal chunks.
 std::vector<size_t> even_chunks(size_t count, int n);
 size_t total_of(const std::vector<size_t>& counts);

@@ -63,8 +63,7 @@ void doubling_all_reduce(const Run& r) {
   const size_t bytes = r.a.count * r.es;
   uint8_t* const acc = bytes_of(r.a.recv);
   if (r.a.send != r.a.recv) move_bytes(acc, r.a.send, bytes);
-  int p = 1;
-  while (p * 2 <= r.n) p *= 2;
+  const int p = doubling_ranks(r.n);
   const auto rounds = static_cast<uint32_t>(rounds_of(p));
   const uint32_t last = rounds + 1;  // the step that gives folded ranks the result
   const auto mine = same_for_all(r, acc);
@@ -103,8 +102,7 @@ void doubling_all_reduce(const Run& r) {
 // dissemination connected each rank to 2 log2 n ranks that nothing else
 // uses.
 void doubling_barrier(const Run& r) {
-  int p = 1;
-  while (p * 2 <= r.n) p *= 2;
+  const int p = doubling_ranks(r.n);
   const auto rounds = static_cast<uint32_t>(rounds_of(p));
   const uint32_t last = rounds + 1;
   if (r.me >= p) {
