@@ -28,10 +28,20 @@ using Clock = std::chrono::steady_clock;
 // a whole spin to one whose peer waits for the same core (the scheduler may
 // put them there): so spin briefly (and not at all when the gang has more
 // ranks than the host has cores), then yield, which hands a shared core
-// over, for a while; then sleep on the futex.
+// over, for a while; then sleep on the futex. A sleeper wakes on its own
+// only to look at what nobody wakes it for (a peer's death, its own abort,
+// a failure posted on another word, the deadline): every kNap at first,
+// every kLongNap once the wait is long. Where ranks outnumber cores,
+// waiters that woke every 20 ms for good took the cores from the ranks
+// they waited for: 1,792 ranks waiting for their hosts' leaders through
+// the leaders' gloo creation (bench/creation_threads 2048 256 0 auto,
+// docs/benchmarks.md) made it take up to 48 s instead of about 2.
 constexpr auto kSpinFor = std::chrono::microseconds(4);
 constexpr auto kYieldFor = std::chrono::microseconds(500);
 constexpr auto kNap = std::chrono::milliseconds(20);
+constexpr auto kLongNap = std::chrono::milliseconds(100);
+constexpr auto kNapLongAfter = std::chrono::seconds(1);
+constexpr auto kPeerCheckEvery = std::chrono::milliseconds(100);
 
 inline void relax() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -122,8 +132,11 @@ void Waiter::check_alive(int r) const {
 }
 
 void Waiter::check_peers() const {
+  // A peer in this very process (ranks as threads) is alive while we are.
+  const int32_t self = ::getpid();
   for (int r = 0; r < segment_.size(); ++r) {
-    if (r != rank_) check_alive(r);
+    if (r == rank_) continue;
+    if (segment_.rank_block(r).pid.load(std::memory_order_acquire) != self) check_alive(r);
   }
 }
 
@@ -207,7 +220,7 @@ void Waiter::wait_change(const std::atomic<uint32_t>& word, uint32_t seen,
       if (watch != nullptr) watch->check_peers();
       if (now >= next_peer_check) {
         check_peers();
-        next_peer_check = now + std::chrono::milliseconds(100);
+        next_peer_check = now + kPeerCheckEvery;
       }
     } catch (const Error&) {
       // The last peer in may change the word and exit between the look at
@@ -221,7 +234,8 @@ void Waiter::wait_change(const std::atomic<uint32_t>& word, uint32_t seen,
                " s in ", watch->operation(), " for ", watch->missing());
       next_warning = now + warn_every_;
     }
-    const auto nap = std::min<Clock::duration>(deadline - now, kNap);
+    const auto nap = std::min<Clock::duration>(
+        deadline - now, now - sleeping_since < kNapLongAfter ? kNap : kLongNap);
     sleepers.fetch_add(1, std::memory_order_seq_cst);
     sleep_on(word, seen, std::chrono::duration_cast<std::chrono::nanoseconds>(nap));
     sleepers.fetch_sub(1, std::memory_order_relaxed);
