@@ -13,7 +13,8 @@
 // seconds (default 3) and counts the requests the store server carried out
 // meanwhile. It prints the rate, the rate per process, and that rate scaled
 // to a job of 1024 processes (the store of rank 0 serves every process of a
-// job alike). With GANG_STORE_TOKEN set (as gangrun sets it), the server
+// job alike; a wider job's processes look less often, which the scaling
+// takes from notice_look_interval, a model stated as such). With GANG_STORE_TOKEN set (as gangrun sets it), the server
 // requires the token and every new connection presents it first (an AUTH
 // request). Device gangs need a CUDA runtime and NCCL: the host double of
 // tests/nccl_double (as above) or, on a GPU machine, the real libraries.
@@ -35,6 +36,7 @@
 
 #include <gang/gang.h>
 
+#include "core/notice_watcher.h"
 #include "store/store_options.h"
 #include "store/tcp_server.h"
 
@@ -173,8 +175,15 @@ int main(int argc, char** argv) {
     std::printf("  %10.1f requests/s  (%.1f new connections/s)\n", rate,
                 conns);
     std::printf("  %10.1f requests/s per process\n", per_process);
-    std::printf("  %10.0f requests/s for %d processes x %d gangs (scaled)\n",
-                per_process * kScaleTo, kScaleTo, a.gangs);
+    // A wider job's processes look less often (notice_look_interval): the
+    // scaled figure takes the looks at the wider job's pace, and the rest
+    // (the heartbeat, 1.3 a second a process) with them, an upper bound.
+    const double pace =
+        static_cast<double>(gang::core::notice_look_interval(a.ranks).count()) /
+        static_cast<double>(gang::core::notice_look_interval(kScaleTo).count());
+    std::printf("  %10.0f requests/s for %d processes x %d gangs (scaled: a look every %lld ms)\n",
+                per_process * kScaleTo * pace, kScaleTo, a.gangs,
+                static_cast<long long>(gang::core::notice_look_interval(kScaleTo).count()));
   }
 
   ::close(go[1]);  // the ranks destroy their gangs and exit

@@ -4,6 +4,8 @@
 // gang on its backend's own error or on a peer's notice. Failing posts this
 // rank's notice for the others (FailureState::mark); a failure learnt from a
 // peer is not posted again.
+#include <algorithm>
+
 #include "core/control_channel.h"
 #include "core/failure.h"
 #include "core/gang.h"
@@ -16,6 +18,8 @@ namespace gang::core {
 void Gang::start_watch() {
   NoticeWatch w;
   w.job = store_;
+  w.job_ranks = size_;
+  for (const int r : root_ranks_) w.job_ranks = std::max(w.job_ranks, r + 1);
   w.poll = [this] { return async_error() == Status::kOk; };
   w.read_board = [this](std::string* said) {
     return control_->peer_failure(said);

@@ -2,6 +2,7 @@
 
 #include <pthread.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -19,7 +20,8 @@ namespace {
 // The backends' own errors: local, so looked at often.
 constexpr Millis kBackendPoll{10};
 // The job's count of posted failures: a store round trip per store, so
-// less often; a peer's failure reaches every rank within about this.
+// less often (notice_look_interval); a peer's failure reaches every rank
+// within about that.
 constexpr Millis kStoreLook{100};
 
 struct Entry {
@@ -27,6 +29,7 @@ struct Entry {
   // The store the count is read from, for grouping only: never followed
   // (the store itself is reached through w.job, under `use`).
   const void* job = nullptr;
+  int job_ranks = 1;  // w.job_ranks, read without `use`
   // Held while the watcher calls the gang's functions; unwatch takes it to
   // say the gang is gone, after which they are never called again.
   std::mutex use;
@@ -61,6 +64,7 @@ class NoticeWatcher {
   uint64_t add(NoticeWatch w) {
     auto e = std::make_shared<Entry>();
     e->job = w.job.get();
+    e->job_ranks = w.job_ranks;
     e->w = std::move(w);
     std::lock_guard<std::mutex> lock(mu_);
     if (!started_) {
@@ -111,7 +115,10 @@ class NoticeWatcher {
       }
       for (const auto& e : live) poll(*e);
       if (Clock::now() >= next_look) {
-        next_look = Clock::now() + kStoreLook;
+        // The widest job this process watches sets the pace for all.
+        Millis every = kStoreLook;
+        for (const auto& e : live) every = std::max(every, notice_look_interval(e->job_ranks));
+        next_look = Clock::now() + every;
         look(live);
       }
       std::this_thread::sleep_for(kBackendPoll);

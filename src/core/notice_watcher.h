@@ -19,6 +19,8 @@
 // connection of its own that must be torn down with the gangs.
 #pragma once
 
+#include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -37,6 +39,9 @@ struct NoticeWatch {
   // The store the gang was made from, whose job-wide count of posted
   // failures covers its board. Compared by identity only.
   std::shared_ptr<store::Store> job;
+  // The job's ranks as far as the gang knows (its size, or its root gang's
+  // where a rank of that is known to be higher): how often to look.
+  int job_ranks = 1;
   // Polls the backend's own error; false once the gang has failed (then
   // nothing more is watched for it).
   std::function<bool()> poll;
@@ -45,6 +50,20 @@ struct NoticeWatch {
   // Fails the gang for the peer's notice `said`.
   std::function<void(const std::string& said)> peer_failed;
 };
+
+// How long the watcher waits between looks at the count of a job of
+// `job_ranks` ranks, each rank's process looking for itself: 100 ms up to
+// 400 ranks; beyond, job_ranks / 4 ms, so that the job's processes ask its
+// store about 4,000 times a second together (a job of 4096 processes asked
+// 41,000 times a second, forever, at 100 ms), up to 1 s (a notice then
+// takes up to that to reach every rank).
+inline std::chrono::milliseconds notice_look_interval(int job_ranks) {
+  constexpr std::chrono::milliseconds kLook{100}, kAtMost{1000};
+  constexpr int64_t kJobLooksPerSecond = 4000;
+  const std::chrono::milliseconds spread(int64_t{1000} * std::max(job_ranks, 1) /
+                                         kJobLooksPerSecond);
+  return std::clamp(spread, kLook, kAtMost);
+}
 
 // Watches `w` until unwatch() with the number returned (never 0). Starts
 // the process's watcher on first use. Thread-safe.
