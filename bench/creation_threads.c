@@ -20,13 +20,13 @@
 #define _GNU_SOURCE
 #include <gang/gang.h>
 
+#include <dirent.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <dirent.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>

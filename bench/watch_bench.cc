@@ -14,8 +14,8 @@
 // meanwhile. It prints the rate, the rate per process, and that rate scaled
 // to a job of 1024 processes (the store of rank 0 serves every process of a
 // job alike; a wider job's processes look less often, which the scaling
-// takes from notice_look_interval, a model stated as such). With GANG_STORE_TOKEN set (as gangrun sets it), the server
-// requires the token and every new connection presents it first (an AUTH
+// takes from notice_look_interval, a model stated as such). With
+// GANG_STORE_TOKEN set (as gangrun sets it), the server requires the token and every new connection presents it first (an AUTH
 // request). Device gangs need a CUDA runtime and NCCL: the host double of
 // tests/nccl_double (as above) or, on a GPU machine, the real libraries.
 // Not a test: run it by hand.
@@ -178,12 +178,12 @@ int main(int argc, char** argv) {
     // A wider job's processes look less often (notice_look_interval): the
     // scaled figure takes the looks at the wider job's pace, and the rest
     // (the heartbeat, 1.3 a second a process) with them, an upper bound.
-    const double pace =
-        static_cast<double>(gang::core::notice_look_interval(a.ranks).count()) /
-        static_cast<double>(gang::core::notice_look_interval(kScaleTo).count());
+    const auto here = gang::core::notice_look_interval(a.ranks).count();
+    const auto there = gang::core::notice_look_interval(kScaleTo).count();
+    const double pace = static_cast<double>(here) / static_cast<double>(there);
     std::printf("  %10.0f requests/s for %d processes x %d gangs (scaled: a look every %lld ms)\n",
                 per_process * kScaleTo * pace, kScaleTo, a.gangs,
-                static_cast<long long>(gang::core::notice_look_interval(kScaleTo).count()));
+                static_cast<long long>(there));
   }
 
   ::close(go[1]);  // the ranks destroy their gangs and exit

@@ -19,10 +19,9 @@ namespace {
 
 // The backends' own errors: local, so looked at often.
 constexpr Millis kBackendPoll{10};
-// The job's count of posted failures: a store round trip per store, so
-// less often (notice_look_interval); a peer's failure reaches every rank
-// within about that.
-constexpr Millis kStoreLook{100};
+// The job's count of posted failures, a store round trip per store, is
+// read less often: every notice_look_interval (notice_watcher.h); a peer's
+// failure reaches every rank within about that.
 
 struct Entry {
   uint64_t id = 0;
@@ -116,8 +115,9 @@ class NoticeWatcher {
       for (const auto& e : live) poll(*e);
       if (Clock::now() >= next_look) {
         // The widest job this process watches sets the pace for all.
-        Millis every = kStoreLook;
-        for (const auto& e : live) every = std::max(every, notice_look_interval(e->job_ranks));
+        int widest = 1;
+        for (const auto& e : live) widest = std::max(widest, e->job_ranks);
+        const Millis every = notice_look_interval(widest);
         next_look = Clock::now() + every;
         look(live);
       }

@@ -76,6 +76,25 @@ static void test_long_wait_is_quiet(void** s) {
   assert_int_equal(gang_test_run_ranks(2, "shm", rank_quiet, NULL, 30000, WALL_S), 0);
 }
 
+/* ---- a long wait ended from elsewhere ------------------------------------- */
+
+/* Milliseconds since the parent or a thread stamped SLOT_EVENT_AT. */
+static int64_t since_event(void) {
+  return gang_test_now_ms() -
+         __atomic_load_n(&gang_test_shared_ints()[SLOT_EVENT_AT], __ATOMIC_SEQ_CST);
+}
+
+/* The wait ended with `want`, within NOTICE_MS of `event`. */
+static int check_ended(gang_status_t st, int64_t noticed, gang_status_t want,
+                       const char* event) {
+  fprintf(stderr, "[rank 1] %s %lld ms after %s: %s\n", gang_status_name(st),
+          (long long)noticed, event, gang_last_error());
+  CHECK(st == want, "the wait ended with %s: %s", gang_status_name(st), gang_last_error());
+  CHECK(noticed <= NOTICE_MS, "the wait ended %lld ms after %s (at most %d)",
+        (long long)noticed, event, NOTICE_MS);
+  return 0;
+}
+
 /* ---- a peer killed late in a long wait ------------------------------------ */
 
 static void parent_kill_late(const pid_t* pids, int size, void* arg) {
@@ -93,7 +112,6 @@ static void parent_kill_late(const pid_t* pids, int size, void* arg) {
 static int rank_killed_late(gang_t* g, int rank, int size, void* arg) {
   volatile int64_t* shared = gang_test_shared_ints();
   gang_status_t st;
-  int64_t noticed;
   (void)size;
   (void)arg;
   CHECK_OK(gang_barrier(g, NULL));
@@ -103,14 +121,7 @@ static int rank_killed_late(gang_t* g, int rank, int size, void* arg) {
   }
   __atomic_store_n(&shared[SLOT_WAITING], 1, __ATOMIC_SEQ_CST);
   st = gang_barrier(g, NULL);
-  noticed = gang_test_now_ms() - __atomic_load_n(&shared[SLOT_EVENT_AT], __ATOMIC_SEQ_CST);
-  fprintf(stderr, "[rank 1] %s %lld ms after the kill: %s\n", gang_status_name(st),
-          (long long)noticed, gang_last_error());
-  CHECK(st == GANG_ERR_PEER_LOST, "the wait ended with %s: %s", gang_status_name(st),
-        gang_last_error());
-  CHECK(noticed <= NOTICE_MS, "the wait noticed the kill %lld ms after it (at most %d)",
-        (long long)noticed, NOTICE_MS);
-  return 0;
+  return check_ended(st, since_event(), GANG_ERR_PEER_LOST, "the kill");
 }
 
 static void test_peer_killed_late(void** s) {
@@ -155,16 +166,10 @@ static int rank_aborted_late(gang_t* g, int rank, int size, void* arg) {
   CHECK(pthread_create(&th, NULL, abort_late, g) == 0, "pthread_create");
   __atomic_store_n(&shared[SLOT_WAITING], 1, __ATOMIC_SEQ_CST);
   st = gang_barrier(g, NULL);
-  noticed = gang_test_now_ms() - __atomic_load_n(&shared[SLOT_EVENT_AT], __ATOMIC_SEQ_CST);
+  noticed = since_event();
   pthread_join(th, NULL);
   __atomic_store_n(&shared[SLOT_WAITING], 2, __ATOMIC_SEQ_CST);
-  fprintf(stderr, "[rank 1] %s %lld ms after gang_abort: %s\n", gang_status_name(st),
-          (long long)noticed, gang_last_error());
-  CHECK(st == GANG_ERR_ABORTED, "the wait ended with %s: %s", gang_status_name(st),
-        gang_last_error());
-  CHECK(noticed <= NOTICE_MS, "the wait ended %lld ms after gang_abort (at most %d)",
-        (long long)noticed, NOTICE_MS);
-  return 0;
+  return check_ended(st, noticed, GANG_ERR_ABORTED, "gang_abort");
 }
 
 static void test_abort_late(void** s) {
