@@ -151,6 +151,12 @@ struct BackendConfig {
   Backend* parent = nullptr;
   int color = -1;
   int key = 0;
+  // The gang serves only what a composite's own levels do not (the flat
+  // gang beside two levels): its ranks talk seldom, and to few peers, so a
+  // backend may set each peer up on first contact, reading what it needs
+  // from the store then (and saying uses_store_later), instead of handing
+  // every rank everybody's at creation.
+  bool seldom_used = false;
 };
 
 class Backend {

@@ -38,7 +38,8 @@ GlooBackend::GlooBackend(const core::BackendConfig& config,
       view_(std::move(view)),
       waits_(std::make_shared<Waits>()),
       algorithm_(algorithm) {
-  caps_.uses_store_later = false;  // the addresses are read at creation
+  // The addresses are read at creation, or (seldom used) on first use.
+  caps_.uses_store_later = config.seldom_used;
   caps_.any_source = true;         // gloo_p2p.cc
 }
 
@@ -187,7 +188,9 @@ std::unique_ptr<core::Backend> make_gloo(const core::BackendConfig& c) {
   try {
     if (parent_mesh) view = share_mesh(c, parent_mesh, device, timeout);
     if (!view) {
-      auto mesh = connect_mesh(c.store, device, c.rank, c.size, c.secret, timeout, c.timeout);
+      auto mesh = connect_mesh(c.store, device, c.rank, c.size, c.secret, timeout, c.timeout,
+                               c.seldom_used ? AddressReads::kOnFirstUse
+                                             : AddressReads::kAtCreation);
       std::vector<int> members(static_cast<size_t>(c.size));
       for (int r = 0; r < c.size; ++r) members[static_cast<size_t>(r)] = r;
       view = std::make_shared<View>(std::move(mesh), device, c.rank, std::move(members), 0);

@@ -521,6 +521,7 @@ class MeshPairs final : public tcp::Context, public Mesh {
       : tcp::Context(std::move(device), rank, size),
         store_(std::move(store)),
         secret_(std::move(secret)),
+        addresses_(static_cast<size_t>(size)),
         connecting_(static_cast<size_t>(size), false),
         current_(new std::atomic<Conn*>[static_cast<size_t>(size)]()) {
     setTimeout(timeout);
@@ -615,7 +616,7 @@ class MeshPairs final : public tcp::Context, public Mesh {
       lock.unlock();
       std::unique_ptr<GangPair> made;
       try {
-        const auto& to = addresses_.at(i);
+        const std::vector<char>& to = address_of(peer, until);
         made = std::make_unique<GangPair>(this, device_.get(), peer, getTimeout());
         made->connect_out(to, hello(secret_, tcp::Context::rank, peer, next, to));
       } catch (...) {
@@ -740,6 +741,34 @@ class MeshPairs final : public tcp::Context, public Mesh {
     return c;
   }
 
+  // The listening address of higher rank `peer`, from the list read at
+  // creation or, on a mesh that reads them on first use, from the store
+  // (once: later connections reuse it). Only the thread connecting to
+  // `peer` calls it, so entry `peer` is its alone meanwhile.
+  const std::vector<char>& address_of(int peer, Clock::time_point until) {
+    std::vector<char>& a = addresses_.at(static_cast<size_t>(peer));
+    if (!a.empty()) return a;
+    store::Bytes read;
+    try {
+      const auto left = std::chrono::duration_cast<Millis>(until - Clock::now());
+      read = store_->get(std::to_string(peer), std::max(Millis(1), left));
+    } catch (const Error& e) {
+      if (e.status() == Status::kTimeout) {
+        throw ConnectTimeout(str_cat("rank ", tcp::Context::rank, " waited ",
+                                     getTimeout().count(), " ms for rank ", peer,
+                                     "'s listening address in the store"));
+      }
+      GLOO_THROW_IO_EXCEPTION("reading rank ", peer,
+                              "'s listening address from the store: ", e.what());
+    }
+    if (read.size() != kAddressBytes) {
+      GLOO_THROW_IO_EXCEPTION("rank ", peer, " published a ", read.size(),
+                              "-byte listening address where ", kAddressBytes, " are expected");
+    }
+    a.assign(read.begin(), read.end());
+    return a;
+  }
+
   // Waits a slice for a change; throws once closed or past `until`. Late
   // proofs are swept meanwhile (a silent connection never wakes the loop).
   void wait(std::unique_lock<std::mutex>& lock, Clock::time_point until, int peer,
@@ -762,7 +791,9 @@ class MeshPairs final : public tcp::Context, public Mesh {
 
   const std::shared_ptr<store::Store> store_;
   const std::string secret_;
-  std::vector<std::vector<char>> addresses_;  // every rank's listening port
+  // Per rank its listening address; empty until read, on a mesh that reads
+  // them on first use.
+  std::vector<std::vector<char>> addresses_;
   std::unique_ptr<Listener> listener_;
   std::mutex mu_;  // connecting_, closed_, and every change of current_
   std::condition_variable cv_;
@@ -826,7 +857,7 @@ void Listener::on_candidate(Candidate& c) {
 std::shared_ptr<Mesh> connect_mesh(std::shared_ptr<store::Store> shared_store,
                                    std::shared_ptr<::gloo::transport::Device> device,
                                    int rank, int size, const std::string& secret,
-                                   Millis timeout, Millis pair_timeout) {
+                                   Millis timeout, Millis pair_timeout, AddressReads reads) {
   store::Store& store = *shared_store;
   auto tcp_device = std::dynamic_pointer_cast<tcp::Device>(device);
   if (!tcp_device) {
@@ -840,6 +871,12 @@ std::shared_ptr<Mesh> connect_mesh(std::shared_ptr<store::Store> shared_store,
   auto pairs = std::make_shared<MeshPairs>(tcp_device, std::move(shared_store), rank, size,
                                            secret, pair_timeout);
   const std::vector<char>& mine = pairs->address();
+  if (reads == AddressReads::kOnFirstUse) {
+    // At most one operation a rank: a rank reads a higher peer's address
+    // when it first connects to it, and nobody connects to rank 0.
+    if (rank != 0) store.set(std::to_string(rank), store::Bytes(mine.begin(), mine.end()));
+    return pairs;
+  }
 
   // Rank 0 gathers the addresses (in windows of gets: a few round trips
   // for a thousand ranks) and publishes the list: 2N + 1 operations.

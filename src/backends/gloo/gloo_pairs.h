@@ -20,6 +20,9 @@
 // Every rank listens on one port for its gang and publishes that address
 // once; rank 0 gathers the addresses and publishes the list, so creating a
 // gang of N ranks costs 2N + 1 store operations and no connection at all.
+// A gang that talks to few of its peers, and seldom (the flat gang beside
+// two levels), skips the list: a rank reads a peer's address from the
+// store when it first connects to it, N operations in all at creation.
 // The pair of two ranks is connected when one of them first talks to the
 // other (Gloo asks the context for it): the lower rank connects to the
 // higher one's port, the higher one waits for it. A waiting rank only ever
@@ -130,15 +133,24 @@ class Mesh {
   virtual store::Store& store() = 0;
 };
 
+// When a mesh reads its peers' listening addresses: all at creation, from
+// the list rank 0 publishes, or each from the store on the first
+// connection to that peer (the store must then outlive the mesh's
+// connections).
+enum class AddressReads { kAtCreation, kOnFirstUse };
+
 // The mesh of rank `rank` of `size`: publishes its listening address under
-// "<rank>" in `store` (already prefixed for this gang), rank 0 the list of
-// all under "all". Waits for the list until `timeout`; a connection waits
-// up to `pair_timeout`. Gloo exceptions (a peer that refused or never came)
-// pass through. The mesh keeps `store` for the gangs split later.
+// "<rank>" in `store` (already prefixed for this gang); at creation rank 0
+// publishes the list of all under "all" and the others wait for it until
+// `timeout`. A connection waits up to `pair_timeout`. Gloo exceptions (a
+// peer that refused or never came, an address the store did not give)
+// pass through. The mesh keeps `store` for the gangs split later and for
+// the addresses read on first use.
 std::shared_ptr<Mesh> connect_mesh(std::shared_ptr<store::Store> store,
                                    std::shared_ptr<::gloo::transport::Device> device,
                                    int rank, int size, const std::string& secret,
                                    std::chrono::milliseconds timeout,
-                                   std::chrono::milliseconds pair_timeout);
+                                   std::chrono::milliseconds pair_timeout,
+                                   AddressReads reads);
 
 }  // namespace gang::backends::gloo_impl

@@ -408,6 +408,8 @@ std::unique_ptr<Backend> create(const BackendInfo& local_info, const BackendInfo
   flat.store = part_store("flat/");
   flat.secret = derived(c.secret, "flat");
   flat.parent = parent ? parent->flat() : nullptr;
+  // It runs what the levels do not (point to point, gathers, all-to-all).
+  flat.seldom_used = true;
   std::unique_ptr<Backend> flat_backend = wide_info.create(flat);
 
   BackendConfig local = c;
