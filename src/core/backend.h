@@ -151,11 +151,17 @@ struct BackendConfig {
   Backend* parent = nullptr;
   int color = -1;
   int key = 0;
+  // Keys the backend reads after its creation, one a rank: rank r sets
+  // only "<r>" here, and the core forgets each rank's key as it forgets
+  // the rank's record of itself (its own when its gang ends well, every
+  // rank's when the gang shrinks), not once the gang met. Null without a
+  // store.
+  std::shared_ptr<store::Store> lasting_store;
   // The gang serves only what a composite's own levels do not (the flat
   // gang beside two levels): its ranks talk seldom, and to few peers, so a
   // backend may set each peer up on first contact, reading what it needs
-  // from the store then (and saying uses_store_later), instead of handing
-  // every rank everybody's at creation.
+  // from lasting_store then, instead of handing every rank everybody's at
+  // creation.
   bool seldom_used = false;
 };
 

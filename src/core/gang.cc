@@ -9,6 +9,7 @@
 #include "core/failure.h"
 #include "core/flight_recorder.h"
 #include "store/store.h"
+#include "store/recording_store.h"
 #include "core/log.h"
 #include "core/validate.h"
 #include "core/watchdog.h"
@@ -471,12 +472,16 @@ void Gang::shutdown() {
         // Teardown is best effort; the gang is going away either way.
       }
     }
-    // This rank's record of who it was (liveness.h) is nobody's business
+    // This rank's record of who it was (liveness.h), and its backend's
+    // lasting key (BackendConfig::lasting_store), are nobody's business
     // once it left a gang that ended well (a failed gang's records are its
     // survivors' to forget, as they shrink; and a process ending on a
     // failure, Ctrl-C, starts no thread on its way out).
     if (published_ && !failure_->failed()) {
       std::vector<std::string> keys = {str_cat(store_prefix_, "who/", rank_)};
+      if (lasting_ && !lasting_->written().empty()) {
+        keys.push_back(str_cat(store_prefix_, "lasting/", rank_));
+      }
       if (rank_ == 0) {
         for (std::string& k : membership_->meet_keys()) keys.push_back(std::move(k));
       }

@@ -30,6 +30,7 @@
 #include "topology/layout.h"
 
 namespace gang::store {
+class RecordingStore;
 class Store;
 }
 
@@ -310,6 +311,8 @@ class Gang : public std::enable_shared_from_this<Gang> {
   std::shared_ptr<store::Store> store_;
   std::string store_prefix_;  // gang/<name>/<generation>/
   bool published_ = false;    // its who/<rank> record is in the store
+  // Its backend's lasting key, if it set one (BackendConfig::lasting_store).
+  std::shared_ptr<store::RecordingStore> lasting_;
   std::string secret_;        // BackendConfig::secret; splits derive theirs
   uint64_t splits_ = 0;       // sub-gangs made so far; the same on every rank
   // Shrinking, growing and the fence (made with the failure state).

@@ -265,6 +265,13 @@ std::shared_ptr<Gang> Gang::make(Setup s) {
   if (s.config.store && !s.made) {
     backend_keys = std::make_shared<store::RecordingStore>(s.config.store);
     s.config.store = backend_keys;
+    // Beside the recorded keys: forgotten with the rank's record of itself
+    // (gang.cc, Membership::forget_shrink).
+    if (s.store) {
+      g->lasting_ = std::make_shared<store::RecordingStore>(
+          store::with_prefix(s.store, s.store_prefix + "lasting/", s.config.timeout));
+      s.config.lasting_store = g->lasting_;
+    }
   }
   g->backend_ = s.made ? std::move(s.made) : s.backend.create(s.config);
   g->caps_ = &g->backend_->capabilities();

@@ -428,7 +428,9 @@ void Membership::forget_shrink(uint64_t id, int rounds, const std::vector<int>& 
         // The store is failing: what is left stays.
       }
     }
-    for (const char* k : {"who/", "dead/", "failed/"}) keys.push_back(str_cat(gang_.prefix, k, r));
+    for (const char* k : {"who/", "dead/", "failed/", "lasting/"}) {
+      keys.push_back(str_cat(gang_.prefix, k, r));
+    }
   }
   // The fence of the shrink before this one.
   if (!lineage_.fence_kept.empty()) {

@@ -5,10 +5,11 @@
  * 6 ranks play 2 hosts (rank r on host r % 2) and create a gang on two
  * levels (shm within a host, gloo between them). Its flat gloo gang, which
  * runs what the levels do not (point to point, all-to-all), publishes each
- * rank's address and no list of them: after creation the store holds
- * "flat/<r>" for every rank but 0 (nobody connects to rank 0) and no
- * "flat/all". A ring of sends across hosts and an all-to-all then connect
- * on those addresses, read on first use.
+ * rank's address and no list of them: after creation the store holds the
+ * gang's "lasting/<r>" for every rank but 0 (nobody connects to rank 0) and
+ * no "backend/flat/all". A ring of sends across hosts and an all-to-all
+ * then connect on those addresses, read on first use. Once every rank
+ * destroyed the gang, no address is left in the store.
  *
  * A second gang finds one address spoiled before anybody read it (rank 0
  * overwrites rank 3's with 5 bytes): rank 2, the first to connect to rank
@@ -77,10 +78,10 @@ static int addresses_on_first_use(int rank, int size, const char* url, void* arg
   CHECK(!present(quick, "gang/root/1/backend/flat/all"),
         "the flat gang published a list of every rank's address");
   for (r = 1; r < size; ++r) {
-    snprintf(key, sizeof key, "gang/root/1/backend/flat/%d", r);
+    snprintf(key, sizeof key, "gang/root/1/lasting/%d", r);
     CHECK(present(quick, key), "rank %d's listening address is not in the store (%s)", r, key);
   }
-  CHECK(!present(quick, "gang/root/1/backend/flat/0"),
+  CHECK(!present(quick, "gang/root/1/lasting/0"),
         "rank 0 published its address, which nobody reads");
   /* Each send crosses hosts: next is on the other one. */
   CHECK_OK(gang_group_start(g));
@@ -95,6 +96,23 @@ static int addresses_on_first_use(int rank, int size, const char* url, void* arg
   }
   CHECK_OK(gang_barrier(g, NULL));
   CHECK_OK(gang_destroy(g));
+  CHECK_OK(gang_store_add(store, "destroyed", 1, NULL));
+  if (rank == 0) {
+    /* A rank forgets its address as it destroys the gang. */
+    const int64_t until = gang_test_now_ms() + 30000;
+    int64_t done = 0;
+    while (done < size && gang_test_now_ms() < until) {
+      CHECK_OK(gang_store_add(store, "destroyed", 0, &done));
+      if (done < size) gang_test_sleep_ms(10);
+    }
+    CHECK(done == size, "%lld of %d ranks destroyed the gang", (long long)done, size);
+    for (r = 0; r < size; ++r) {
+      snprintf(key, sizeof key, "gang/root/1/lasting/%d", r);
+      CHECK(!present(quick, key), "%s outlived the gang", key);
+      snprintf(key, sizeof key, "gang/root/1/backend/flat/%d", r);
+      CHECK(!present(quick, key), "%s outlived the gang", key);
+    }
+  }
   CHECK_OK(gang_store_destroy(quick));
   CHECK_OK(gang_store_destroy(store));
   return 0;
@@ -109,7 +127,7 @@ static int spoiled_address(int rank, int size, const char* url, void* arg) {
   CHECK_OK(gang_store_create(url, 0, 60000, &store));
   if (create_on_two_hosts(store, "spoiled", rank, 3000, &g) != 0) return 1;
   if (rank == 0) {
-    CHECK_OK(gang_store_set(store, "gang/spoiled/1/backend/flat/3", "bogus", 5));
+    CHECK_OK(gang_store_set(store, "gang/spoiled/1/lasting/3", "bogus", 5));
   }
   /* Nobody connects on the flat gang before the address is spoiled. */
   CHECK_OK(gang_barrier(g, NULL));

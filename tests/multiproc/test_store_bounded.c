@@ -9,7 +9,8 @@
  *
  * The store is a file store (one file per key), so its keys are counted
  * and, when they grew, named. The members' descriptors and threads are
- * counted too, and stay bounded.
+ * counted too, and stay bounded. The last case plays two hosts, so the
+ * gangs are on two levels.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -44,6 +45,7 @@
 #define S_THREADS 32  /* S_THREADS + 2 * rank + i: its threads at sample i */
 
 static const char* g_backend = NULL;
+static int g_two_hosts = 0; /* ranks 0 and 2 play one host, 1 and 3 another */
 static char g_dir[64];
 static char g_url[80];
 
@@ -117,6 +119,8 @@ static int settled_keys(void) {
 static int member(int rank) {
   gang_t* g = NULL;
   CHECK_OK(create(rank, &g));
+  CHECK(!g_two_hosts || strchr(gang_backend_name(g), '+') != NULL, "the gang is on %s",
+        gang_backend_name(g));
   if (all_reduce_ok(g)) return 1;
   for (int c = 1; c <= CYCLES; ++c) {
     gang_t *small = NULL, *big = NULL;
@@ -207,6 +211,8 @@ static int proc(int rank, int size, const char* url, void* arg) {
   (void)size;
   (void)url;
   (void)arg;
+  /* Rank 3's stand-ins inherit its host. */
+  if (g_two_hosts) setenv("GANG_HOST_ID", rank % 2 ? "bounded-host-1" : "bounded-host-0", 1);
   return rank < MEMBERS ? member(rank) : spawner();
 }
 
@@ -226,8 +232,8 @@ static void run(const char* backend) {
   assert_int_equal(gang_test_run(&o), 0);
   early = (int)gang_test_shared_ints()[S_KEYS];
   late = (int)gang_test_shared_ints()[S_KEYS + 1];
-  printf("%s: %d keys in the store after cycle %d, %d after cycle %d\n",
-         backend ? backend : "auto", early, EARLY, late, CYCLES);
+  printf("%s%s: %d keys in the store after cycle %d, %d after cycle %d\n",
+         backend ? backend : "auto", g_two_hosts ? " on two hosts" : "", early, EARLY, late, CYCLES);
   if (late > early) {
     FILE* f = fopen("late.keys", "w");
     if (f != NULL) {
@@ -270,10 +276,19 @@ static void test_auto(void** s) {
   run(NULL);
 }
 
+/* Two levels before and after every shrink (2 + 2 ranks, then 2 + 1). */
+static void test_two_levels(void** s) {
+  (void)s;
+  g_two_hosts = 1;
+  run(NULL);
+  g_two_hosts = 0;
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_gloo),
       cmocka_unit_test(test_auto),
+      cmocka_unit_test(test_two_levels),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

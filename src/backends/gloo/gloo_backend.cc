@@ -38,8 +38,7 @@ GlooBackend::GlooBackend(const core::BackendConfig& config,
       view_(std::move(view)),
       waits_(std::make_shared<Waits>()),
       algorithm_(algorithm) {
-  // The addresses are read at creation, or (seldom used) on first use.
-  caps_.uses_store_later = config.seldom_used;
+  caps_.uses_store_later = false;  // addresses: at creation, or lasting_store
   caps_.any_source = true;         // gloo_p2p.cc
 }
 
@@ -173,6 +172,8 @@ std::unique_ptr<core::Backend> make_gloo(const core::BackendConfig& c) {
   if (const auto* parent = dynamic_cast<const GlooBackend*>(c.parent)) {
     device = parent->device();
     if (share) parent_mesh = parent->mesh();
+    // Its addresses go with the gang that made it (gloo_pairs.h).
+    if (parent_mesh && parent_mesh->reads_on_first_use()) parent_mesh = nullptr;
   }
   if (c.size == 1)
     return std::make_unique<GlooBackend>(c, device, nullptr, algorithm);
@@ -189,8 +190,7 @@ std::unique_ptr<core::Backend> make_gloo(const core::BackendConfig& c) {
     if (parent_mesh) view = share_mesh(c, parent_mesh, device, timeout);
     if (!view) {
       auto mesh = connect_mesh(c.store, device, c.rank, c.size, c.secret, timeout, c.timeout,
-                               c.seldom_used ? AddressReads::kOnFirstUse
-                                             : AddressReads::kAtCreation);
+                               c.seldom_used ? c.lasting_store : nullptr);
       std::vector<int> members(static_cast<size_t>(c.size));
       for (int r = 0; r < c.size; ++r) members[static_cast<size_t>(r)] = r;
       view = std::make_shared<View>(std::move(mesh), device, c.rank, std::move(members), 0);

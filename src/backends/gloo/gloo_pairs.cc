@@ -516,10 +516,12 @@ void Candidate::handleEvents(int) { listener->on_candidate(*this); }
 // after a fence (see gloo_pairs.h).
 class MeshPairs final : public tcp::Context, public Mesh {
  public:
-  MeshPairs(std::shared_ptr<tcp::Device> device, std::shared_ptr<store::Store> store, int rank,
-            int size, std::string secret, Millis timeout)
+  MeshPairs(std::shared_ptr<tcp::Device> device, std::shared_ptr<store::Store> store,
+            std::shared_ptr<store::Store> addresses_store, int rank, int size,
+            std::string secret, Millis timeout)
       : tcp::Context(std::move(device), rank, size),
         store_(std::move(store)),
+        addresses_store_(std::move(addresses_store)),
         secret_(std::move(secret)),
         addresses_(static_cast<size_t>(size)),
         connecting_(static_cast<size_t>(size), false),
@@ -567,6 +569,7 @@ class MeshPairs final : public tcp::Context, public Mesh {
   int mesh_rank() const override { return tcp::Context::rank; }
   int mesh_size() const override { return tcp::Context::size; }
   store::Store& store() override { return *store_; }
+  bool reads_on_first_use() const override { return addresses_store_ != nullptr; }
 
   const std::vector<char>& address() const { return listener_->listening_address(); }
   void set_addresses(std::vector<std::vector<char>> all) { addresses_ = std::move(all); }
@@ -742,8 +745,8 @@ class MeshPairs final : public tcp::Context, public Mesh {
   }
 
   // The listening address of higher rank `peer`, from the list read at
-  // creation or, on a mesh that reads them on first use, from the store
-  // (once: later connections reuse it). Only the thread connecting to
+  // creation or, on a mesh that reads them on first use, from its store of
+  // addresses (once: later connections reuse it). Only the thread connecting to
   // `peer` calls it, so entry `peer` is its alone meanwhile.
   const std::vector<char>& address_of(int peer, Clock::time_point until) {
     std::vector<char>& a = addresses_.at(static_cast<size_t>(peer));
@@ -751,7 +754,7 @@ class MeshPairs final : public tcp::Context, public Mesh {
     store::Bytes read;
     try {
       const auto left = std::chrono::duration_cast<Millis>(until - Clock::now());
-      read = store_->get(std::to_string(peer), std::max(Millis(1), left));
+      read = addresses_store_->get(std::to_string(peer), std::max(Millis(1), left));
     } catch (const Error& e) {
       if (e.status() == Status::kTimeout) {
         throw ConnectTimeout(str_cat("rank ", tcp::Context::rank, " waited ",
@@ -790,6 +793,9 @@ class MeshPairs final : public tcp::Context, public Mesh {
   }
 
   const std::shared_ptr<store::Store> store_;
+  // Where the peers' addresses are read on first use; null when the list
+  // is read at creation.
+  const std::shared_ptr<store::Store> addresses_store_;
   const std::string secret_;
   // Per rank its listening address; empty until read, on a mesh that reads
   // them on first use.
@@ -857,7 +863,8 @@ void Listener::on_candidate(Candidate& c) {
 std::shared_ptr<Mesh> connect_mesh(std::shared_ptr<store::Store> shared_store,
                                    std::shared_ptr<::gloo::transport::Device> device,
                                    int rank, int size, const std::string& secret,
-                                   Millis timeout, Millis pair_timeout, AddressReads reads) {
+                                   Millis timeout, Millis pair_timeout,
+                                   std::shared_ptr<store::Store> on_first_use) {
   store::Store& store = *shared_store;
   auto tcp_device = std::dynamic_pointer_cast<tcp::Device>(device);
   if (!tcp_device) {
@@ -868,13 +875,13 @@ std::shared_ptr<Mesh> connect_mesh(std::shared_ptr<store::Store> shared_store,
     return std::max(Millis(1),
                     std::chrono::duration_cast<Millis>(deadline - Clock::now()));
   };
-  auto pairs = std::make_shared<MeshPairs>(tcp_device, std::move(shared_store), rank, size,
-                                           secret, pair_timeout);
+  auto pairs = std::make_shared<MeshPairs>(tcp_device, std::move(shared_store), on_first_use,
+                                           rank, size, secret, pair_timeout);
   const std::vector<char>& mine = pairs->address();
-  if (reads == AddressReads::kOnFirstUse) {
+  if (on_first_use) {
     // At most one operation a rank: a rank reads a higher peer's address
     // when it first connects to it, and nobody connects to rank 0.
-    if (rank != 0) store.set(std::to_string(rank), store::Bytes(mine.begin(), mine.end()));
+    if (rank != 0) on_first_use->set(std::to_string(rank), store::Bytes(mine.begin(), mine.end()));
     return pairs;
   }
 

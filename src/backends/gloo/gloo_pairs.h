@@ -131,26 +131,26 @@ class Mesh {
   // The store the root gang met in: where the gangs of this mesh count
   // their slot spaces (gloo_view.h).
   virtual store::Store& store() = 0;
+  // Whether it reads its peers' addresses on first use, from a store that
+  // holds them only as long as the gang that made the mesh lives: such a
+  // mesh is not shared with gangs split from it.
+  virtual bool reads_on_first_use() const = 0;
 };
 
-// When a mesh reads its peers' listening addresses: all at creation, from
-// the list rank 0 publishes, or each from the store on the first
-// connection to that peer (the store must then outlive the mesh's
-// connections).
-enum class AddressReads { kAtCreation, kOnFirstUse };
-
 // The mesh of rank `rank` of `size`: publishes its listening address under
-// "<rank>" in `store` (already prefixed for this gang); at creation rank 0
-// publishes the list of all under "all" and the others wait for it until
-// `timeout`. A connection waits up to `pair_timeout`. Gloo exceptions (a
+// "<rank>" in `store` (already prefixed for this gang), and rank 0 the
+// list of all under "all", for which the others wait until `timeout`. With
+// `on_first_use`, the address goes there instead (rank 0's not at all), no
+// list is made, and a rank reads a peer's address from it when it first
+// connects to that peer: that store must hold it as long as the mesh may
+// connect. A connection waits up to `pair_timeout`. Gloo exceptions (a
 // peer that refused or never came, an address the store did not give)
-// pass through. The mesh keeps `store` for the gangs split later and for
-// the addresses read on first use.
+// pass through. The mesh keeps `store` for the gangs split later.
 std::shared_ptr<Mesh> connect_mesh(std::shared_ptr<store::Store> store,
                                    std::shared_ptr<::gloo::transport::Device> device,
                                    int rank, int size, const std::string& secret,
                                    std::chrono::milliseconds timeout,
                                    std::chrono::milliseconds pair_timeout,
-                                   AddressReads reads);
+                                   std::shared_ptr<store::Store> on_first_use = nullptr);
 
 }  // namespace gang::backends::gloo_impl

@@ -408,7 +408,8 @@ std::unique_ptr<Backend> create(const BackendInfo& local_info, const BackendInfo
   flat.store = part_store("flat/");
   flat.secret = derived(c.secret, "flat");
   flat.parent = parent ? parent->flat() : nullptr;
-  // It runs what the levels do not (point to point, gathers, all-to-all).
+  // It runs what the levels do not (point to point, gathers, all-to-all),
+  // and has the gang's ranks: the lasting keys are its own.
   flat.seldom_used = true;
   std::unique_ptr<Backend> flat_backend = wide_info.create(flat);
 
@@ -419,6 +420,7 @@ std::unique_ptr<Backend> create(const BackendInfo& local_info, const BackendInfo
   local.local_size = -1;
   local.host_of.assign(static_cast<size_t>(local.size), 0);
   local.store = local.size > 1 ? part_store(str_cat("host", l.host, "/")) : nullptr;
+  local.lasting_store = nullptr;
   local.secret = local.size > 1 ? derived(c.secret, str_cat("host ", l.host)) : "";
   // The host's gang and the leaders' are splits of the flat one.
   local.parent = flat_backend.get();
@@ -436,6 +438,7 @@ std::unique_ptr<Backend> create(const BackendInfo& local_info, const BackendInfo
     leaders.host_of.clear();
     for (int h = 0; h < l.hosts(); ++h) leaders.host_of.push_back(h);
     leaders.store = part_store("leaders/");
+    leaders.lasting_store = nullptr;
     leaders.secret = derived(c.secret, "leaders");
     leaders.parent = flat_backend.get();
     leaders.color = 0;
