@@ -971,7 +971,11 @@ def case_ddp_until_interrupted():
                     os.write(1, f"ddp_until_interrupted: rank {RANK}: training\n".encode())
         except Exception as e:  # noqa: BLE001 - the KeyboardInterrupt must follow
             first = f" after {type(e).__name__}"
-            time.sleep(10)
+            # In short naps: a Ctrl-C that came while this rank was in C++
+            # (its peer's loss failed the call first) is pending, and Python
+            # raises it after a call returns, not in the middle of one sleep.
+            for _ in range(200):
+                time.sleep(0.05)
             print(f"ddp_until_interrupted: rank {RANK}: no KeyboardInterrupt after "
                   f"{type(e).__name__} at step {step}: {str(e)[:200]}", flush=True)
             raise
