@@ -22,7 +22,7 @@
 // gang of N ranks costs 2N + 1 store operations and no connection at all.
 // A gang that talks to few of its peers, and seldom (the flat gang beside
 // two levels), skips the list: a rank reads a peer's address from the
-// store when it first connects to it, N operations in all at creation.
+// store when it first connects to it, N - 1 operations at creation.
 // The pair of two ranks is connected when one of them first talks to the
 // other (Gloo asks the context for it): the lower rank connects to the
 // higher one's port, the higher one waits for it. A waiting rank only ever
@@ -151,6 +151,6 @@ std::shared_ptr<Mesh> connect_mesh(std::shared_ptr<store::Store> store,
                                    int rank, int size, const std::string& secret,
                                    std::chrono::milliseconds timeout,
                                    std::chrono::milliseconds pair_timeout,
-                                   std::shared_ptr<store::Store> on_first_use = nullptr);
+                                   std::shared_ptr<store::Store> on_first_use);
 
 }  // namespace gang::backends::gloo_impl
