@@ -11,11 +11,16 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <vector>
 
+#include "backends/shm/shm_wait.h"
 #include "base/env.h"
 #include "base/error.h"
+#include "base/process.h"
 #include "base/text.h"
 #include "base/unique_fd.h"
+#include "core/collective.h"
+#include "core/fault_point.h"
 #include "store/store.h"
 
 namespace gang::backends::shm_impl {
@@ -27,6 +32,9 @@ using Millis = std::chrono::milliseconds;
 
 constexpr uint64_t kMagic = 0x67616e672d73686dULL;  // "gang-shm"
 constexpr size_t kPage = 4096;
+// How often a rank waiting for the others to attach looks whether rank 0
+// is still there.
+constexpr auto kAttachNap = std::chrono::milliseconds(100);
 
 size_t round_up(size_t n, size_t to) { return (n + to - 1) / to * to; }
 
@@ -35,7 +43,7 @@ Millis left(Clock::time_point deadline) {
   return ms < Millis(1) ? Millis(1) : ms;
 }
 
-std::string text(const store::Bytes& b) { return std::string(b.begin(), b.end()); }
+std::string as_string(const store::Bytes& b) { return std::string(b.begin(), b.end()); }
 
 // Tells the other ranks, through the keys they wait on, that this rank
 // cannot attach and why ("!" and the message), so that they fail at once
@@ -74,6 +82,19 @@ bool can_read(int pid, uint64_t address) {
              static_cast<ssize_t>(sizeof magic) &&
          magic == kMagic;
 }
+// Whether rank 0's process is ending, after opening its segment failed
+// with `error`: rank 0 holds the file until every rank has attached, so a
+// file that is not there (ENOENT) is a process on its way out, which
+// closes its files a moment before it has ended.
+bool rank0_ending(int pid, int error) {
+  for (int i = 0; i < 100; ++i) {
+    if (base::process_ended(pid)) return true;
+    if (error != ENOENT) return false;
+    ::usleep(10000);
+  }
+  return false;
+}
+
 store::Bytes bytes(const std::string& s) { return store::Bytes(s.begin(), s.end()); }
 
 }  // namespace
@@ -113,7 +134,7 @@ std::unique_ptr<Segment> Segment::open(store::Store& store, int rank, int size,
     if (rank != 0) {
       std::string first;
       try {
-        first = text(store.get("all-attached", Millis(1)));
+        first = as_string(store.get("all-attached", Millis(1)));
       } catch (const Error&) {
       }
       if (!first.empty() && first[0] == '!') {
@@ -142,7 +163,7 @@ std::unique_ptr<Segment> Segment::attach(store::Store& store, int rank, int size
            " bytes: ", base::errno_text(errno));
     }
   } else {
-    const std::string where = text(store.get("segment", left(deadline)));
+    const std::string where = as_string(store.get("segment", left(deadline)));
     if (!where.empty() && where[0] == '!') {
       fail(Status::kPeerLost, "shm: rank 0 cannot make the segment: ", where.substr(1));
     }
@@ -156,9 +177,14 @@ std::unique_ptr<Segment> Segment::attach(store::Store& store, int rank, int size
     pid0 = pid;
     const std::string path = str_cat("/proc/", pid, "/fd/", theirs);
     fd = base::UniqueFd(::open(path.c_str(), O_RDWR | O_CLOEXEC));
+    const int open_error = errno;
+    if (!fd.valid() && rank0_ending(pid, open_error)) {
+      throw core::peers_gone({0}, text("pid ", pid, " ended before rank ", rank,
+                                       " opened the shared segment"));
+    }
     if (!fd.valid()) {
       fail(Status::kUnsupported, "shm: rank ", rank, " cannot open rank 0's "
-           "segment through ", path, ": ", base::errno_text(errno),
+           "segment through ", path, ": ", base::errno_text(open_error),
            " (ranks of an shm gang must run as one user on one host)");
     }
   }
@@ -194,6 +220,7 @@ std::unique_ptr<Segment> Segment::attach(store::Store& store, int rank, int size
     fail(Status::kMismatch, "shm: rank 0's segment is for ", s->header().size,
          " ranks, rank ", rank, " expects ", size);
   }
+  core::fault_point("shm.attach");
   s->rank_block(rank).pid.store(static_cast<int32_t>(::getpid()),
                                 std::memory_order_release);
   if (rank != 0 && (!single_copy_wanted() ||
@@ -202,15 +229,81 @@ std::unique_ptr<Segment> Segment::attach(store::Store& store, int rank, int size
   }
   // Rank 0 keeps its file open until every rank has mapped the segment;
   // then only the mappings hold it.
-  // "all-attached" is "1" once every rank is, or why one of them cannot,
-  // so that a rank that fails tells the others at once.
-  if (store.add("attached", 1) == size) store.set("all-attached", bytes("1"));
-  const std::string outcome = text(store.get("all-attached", left(deadline)));
-  if (outcome != "1") {
-    fail(Status::kPeerLost, "shm: another rank cannot attach: ", outcome.substr(1));
-  }
+  s->await_everyone(store, rank, pid0, deadline);
   s->single_copy_ = s->header().no_single_copy.load(std::memory_order_acquire) == 0;
   return s;
+}
+
+// Only rank 0 waits on the store, for "all-attached": "1" from the last
+// rank to count itself in, or "!" and why from a rank that cannot attach
+// (it has no segment to say so in). The others wait in the segment for
+// rank 0 to pass the outcome on. So a rank other than 0 asks the store for
+// nothing but the segment's address, where a counter in the store cost
+// every rank two requests more.
+void Segment::await_everyone(store::Store& store, int rank, int pid0,
+                             Clock::time_point deadline) {
+  Header& h = header();
+  const bool last = h.attached.fetch_add(1, std::memory_order_acq_rel) + 1 ==
+                    static_cast<uint32_t>(size_);
+  if (rank == 0) {
+    if (!last) {
+      std::string outcome;
+      try {
+        outcome = as_string(store.get("all-attached", left(deadline)));
+      } catch (const Error& e) {
+        if (e.status() != Status::kTimeout) {
+          tell_outcome(kAttachFailed, e.what());
+          throw;
+        }
+        const Error late = core::timed_out(not_attached());
+        tell_outcome(kAttachTimedOut, late.what());
+        throw late;
+      }
+      if (outcome != "1") {
+        const std::string why = str_cat("shm: another rank cannot attach: ", outcome.substr(1));
+        tell_outcome(kAttachFailed, why);
+        fail(Status::kPeerLost, why);
+      }
+      // The last rank said "1" after it counted itself in: this sees
+      // every rank's count, and what each wrote before it.
+      (void)h.attached.load(std::memory_order_acquire);
+    }
+    tell_outcome(kAttachedAll, "");
+    return;
+  }
+  if (last) store.set("all-attached", bytes("1"));
+  for (;;) {
+    const uint32_t outcome = h.attach_outcome.load(std::memory_order_acquire);
+    if (outcome == kAttachedAll) return;
+    if (outcome == kAttachFailed) fail(Status::kPeerLost, h.attach_why);
+    if (outcome == kAttachTimedOut) fail(Status::kTimeout, h.attach_why);
+    if (base::process_ended(pid0)) {
+      throw core::peers_gone({0}, text("pid ", pid0, " ended while the ranks attached "
+                                       "to the shared segment"));
+    }
+    const auto now = Clock::now();
+    if (now >= deadline) throw core::timed_out(not_attached());
+    Waiter::sleep_on(h.attach_outcome, outcome,
+                     std::min<Clock::duration>(deadline - now, kAttachNap));
+  }
+}
+
+void Segment::tell_outcome(AttachOutcome outcome, const std::string& why) {
+  Header& h = header();
+  const size_t n = std::min(why.size(), sizeof h.attach_why - 1);
+  std::memcpy(h.attach_why, why.data(), n);
+  h.attach_why[n] = '\0';
+  h.attach_outcome.store(outcome, std::memory_order_release);
+  Waiter::wake_all(h.attach_outcome);
+}
+
+Text Segment::not_attached() const {
+  std::vector<int> missing;
+  for (int r = 0; r < size_; ++r) {
+    if (rank_block(r).pid.load(std::memory_order_acquire) == 0) missing.push_back(r);
+  }
+  return text(missing.size() == 1 ? "rank " : "ranks ", Ranks{missing},
+              " to attach to the shared segment");
 }
 
 Segment::~Segment() {

@@ -5,8 +5,8 @@
 //
 // The segment is an anonymous memory file (memfd) of rank 0. The other ranks
 // open it through /proc/<pid>/fd/<fd> of rank 0, which the store names, and
-// map it; once all have (a counter in the store), every rank closes its file
-// and only the mappings keep it. Nothing is ever named in /dev/shm, so
+// map it; once all have (a counter in the segment), every rank closes its
+// file and only the mappings keep it. Nothing is ever named in /dev/shm, so
 // nothing can be left behind, whoever dies when.
 #pragma once
 
@@ -169,6 +169,20 @@ struct alignas(kLine) Header {
   // and whether the gang has more ranks than the host has cores.
   uint32_t single_copy_always;
   uint32_t more_ranks_than_cores;
+  // Attaching (Segment::attach): each rank adds itself to `attached` once
+  // it has mapped the segment; rank 0 then sets `attach_outcome` for the
+  // others to kAttachedAll, or, with its message in attach_why, to
+  // kAttachFailed when a rank cannot attach and kAttachTimedOut when one
+  // did not by the deadline.
+  alignas(kLine) std::atomic<uint32_t> attached;
+  std::atomic<uint32_t> attach_outcome;
+  char attach_why[512];
+};
+enum AttachOutcome : uint32_t {
+  kAttaching = 0,
+  kAttachedAll = 1,
+  kAttachFailed = 2,
+  kAttachTimedOut = 3,
 };
 
 class Segment {
@@ -224,6 +238,14 @@ class Segment {
                                          const uint32_t (&slot_bytes)[kChannels],
                                          std::chrono::steady_clock::time_point deadline);
   void lay_out(int size, const uint32_t (&slot_bytes)[kChannels]);
+  // Counts this rank in, and returns once every rank has attached; throws
+  // when one cannot, or when they have not by the deadline.
+  void await_everyone(store::Store& store, int rank, int pid0,
+                      std::chrono::steady_clock::time_point deadline);
+  // Rank 0: tells the others how attaching ended.
+  void tell_outcome(AttachOutcome outcome, const std::string& why);
+  // "ranks 3, 5 to attach to the shared segment": those that have not.
+  Text not_attached() const;
 
   uint8_t* base_ = nullptr;
   size_t bytes_ = 0;
