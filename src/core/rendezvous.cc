@@ -1,6 +1,7 @@
 #include "core/rendezvous.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <map>
 #include <random>
 #include <thread>
@@ -205,25 +206,47 @@ int Generation::hosts() const {
 
 namespace {
 
-// "0 0 1 1": rank 0's host first, hosts numbered as they first appear.
+// Each rank's host, numbered as hosts first appear (rank 0's is 0), in
+// runs: "0x4 1x4" for ranks 0-3 on one host and 4-7 on another, "0 1 0 1"
+// where they alternate. Ranks of a host are most often neighbours, and
+// every rank reads the list: at 4096 ranks on 512 hosts it is 4 KB in runs
+// against 13 KB a number a rank.
 std::string number_hosts(const std::vector<std::string>& hosts) {
-  std::map<std::string, size_t> number;
+  std::map<std::string, int> number;
   std::string out;
-  for (const auto& h : hosts) {
-    const size_t n = number.emplace(h, number.size()).first->second;
+  for (size_t i = 0; i < hosts.size();) {
+    const int n = number.emplace(hosts[i], static_cast<int>(number.size())).first->second;
+    size_t end = i + 1;
+    while (end < hosts.size() && hosts[end] == hosts[i]) ++end;
     if (!out.empty()) out += ' ';
     out += std::to_string(n);
+    if (end - i > 1) out += str_cat("x", end - i);
+    i = end;
   }
   return out;
 }
 
 std::vector<int> parse_hosts(const std::string& list, int size) {
   std::vector<int> host_of;
+  const auto malformed = [&](const std::string& run) {
+    fail(Status::kStore, "gang_create: the store's host list holds \"", run,
+         "\", which is not a host number or a run of one");
+  };
   size_t at = 0;
-  while (at < list.size()) {
+  while (at < list.size() && static_cast<int>(host_of.size()) <= size) {
     size_t end = list.find(' ', at);
     if (end == std::string::npos) end = list.size();
-    host_of.push_back(std::stoi(list.substr(at, end - at)));
+    const std::string run = list.substr(at, end - at);
+    int host = -1;
+    long long count = 1;
+    char tail = 0;
+    const int got = std::sscanf(run.c_str(), "%dx%lld%c", &host, &count, &tail);
+    if (got < 1 || got > 2 || host < 0 || count < 1 ||
+        count > size - static_cast<long long>(host_of.size()) ||
+        (got == 1 && run.find_first_not_of("0123456789") != std::string::npos)) {
+      malformed(run);
+    }
+    host_of.insert(host_of.end(), static_cast<size_t>(count), host);
     at = end + 1;
   }
   if (static_cast<int>(host_of.size()) != size) {
