@@ -434,7 +434,7 @@ class TcpStoreServer::Loop {
   // Connections parked on each key. Entries of connections that have since
   // gone are skipped when the key arrives.
   std::unordered_map<std::string, std::vector<uint64_t>> waiters_;
-  // Connections just unparked, whose next requests still need reading.
+  // Connections just unparked, whose replies still need sending.
   std::vector<uint64_t> ready_;
   // Connections changed this pass (touch).
   std::vector<uint64_t> touched_;
@@ -943,6 +943,10 @@ bool TcpStoreServer::Loop::read_and_handle(uint64_t id, Connection& c) {
       c.last_read = Clock::now();
       budget -= std::min(budget, static_cast<size_t>(n));
       if (!feed(id, c, chunk_.data(), static_cast<size_t>(n))) return false;
+      // A whole request served: back to the loop, which reports the
+      // connection again while more of it waits in the socket (level
+      // triggered), instead of a read that most often finds nothing.
+      if (!c.reader.in_request()) break;
       continue;
     }
     if (n == 0) return false;  // the client hung up
@@ -1190,22 +1194,21 @@ void TcpStoreServer::Loop::wake_waiters(const std::string& key) {
 }
 
 void TcpStoreServer::Loop::drain_ready() {
-  while (!ready_.empty()) {
-    const std::vector<uint64_t> ids = std::move(ready_);
-    ready_.clear();
-    for (const uint64_t id : ids) {
-      const auto it = conns_.find(id);
-      if (it == conns_.end()) continue;
-      touch(*it->second);
-      bool keep = false;
-      try {
-        // Its next requests may already wait in the socket.
-        keep = read_and_handle(id, *it->second);
-      } catch (const std::exception&) {
-        keep = false;
-      }
-      if (!keep) close(id);
+  const std::vector<uint64_t> ids = std::move(ready_);
+  ready_.clear();
+  for (const uint64_t id : ids) {
+    const auto it = conns_.find(id);
+    if (it == conns_.end()) continue;
+    touch(*it->second);
+    // Its next requests, should they already wait in the socket, are
+    // reported by the loop now that it reads the connection again.
+    bool keep = false;
+    try {
+      keep = flush(*it->second);
+    } catch (const std::exception&) {
+      keep = false;
     }
+    if (!keep) close(id);
   }
 }
 
