@@ -76,9 +76,10 @@ class CreationLost : public Error {
 // "gang/<name>/joined". Every rank says its `host` (topology::host_id) in
 // its hello; rank 0 numbers the hosts and puts every rank's host in the go
 // beside the secret, so a rank reads one value of 4 bytes a rank and the
-// host numbers (in runs of neighbours on one host). Every rank also says what it asks for (`asks`: the
-// backend and device, one word); rank 0 fails a creation whose ranks ask
-// for different ones at once, with kMismatch naming both, on every rank.
+// host numbers (in runs of neighbours on one host). Every rank also says
+// what it asks for (`asks`: the backend and device, one word); rank 0
+// fails a creation whose ranks ask for different ones at once, with
+// kMismatch naming both, on every rank.
 // Throws kTimeout at `timeout`.
 //
 // With `lost`, rank 0 asks it about each rank whose hello it is waiting
